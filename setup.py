@@ -1,0 +1,47 @@
+"""ament_python package definition for skelarm_ros."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "skelarm_ros"
+
+# Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them.
+EXECUTABLES = {
+    "simulator": "skelarm_ros.nodes.simulator:main",
+    "controller": "skelarm_ros.nodes.controller:main",
+    "force_replay": "skelarm_ros.nodes.force_replay:main",
+    "recorder": "skelarm_ros.nodes.recorder:main",
+    "bag_to_log": "skelarm_ros.bag_to_log:main",
+    "log_to_bag": "skelarm_ros.log_to_bag:main",
+}
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
+        ("share/" + package_name + "/config", [f for f in glob("config/*") if not f.endswith("scenarios")]),
+        ("share/" + package_name + "/config/scenarios", glob("config/scenarios/*.toml")),
+    ],
+    package_data={package_name: ["py.typed"]},
+    install_requires=["setuptools"],
+    extras_require={
+        "test": ["pytest", "hypothesis", "pytest-timeout", "urdf-parser-py"],
+    },
+    zip_safe=True,
+    maintainer="skelarm_ros maintainers",
+    maintainer_email="skelarm-ros@users.noreply.github.com",
+    description="ROS 2 nodes for the skelarm planar-arm simulator.",
+    license="GPL-3.0-only",
+    python_requires=">=3.12",
+    entry_points={
+        "console_scripts": [
+            *(f"{name} = {target}" for name, target in EXECUTABLES.items()),
+            "skelarm-ros = skelarm_ros.cli:main",
+        ],
+    },
+)

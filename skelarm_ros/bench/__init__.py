@@ -1,0 +1,38 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""Benchmarks: ``skelarm-ros bench [name ...]`` (``make bench``).
+
+Each benchmark measures the things it compares side by side in one run and prints
+their ratio; none of this is a test. Benchmarks live in this package, one module
+each, registered in :data:`BENCHMARKS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module:function, one-line description)
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "engine": ("skelarm_ros.bench.engine:run", "engine step vs skelarm.integrate_with_limits, 2/4/8 links"),
+}
+
+
+def main() -> int:
+    """Run the named benchmarks (all when none is named)."""
+    parser = argparse.ArgumentParser(prog="skelarm-ros bench", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="benchmarks to run: " + ", ".join(BENCHMARKS))
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    args = parser.parse_args(sys.argv[1:])
+    unknown = [name for name in args.names if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
+    for name in args.names or list(BENCHMARKS):
+        target, text = BENCHMARKS[name]
+        module_name, function_name = target.split(":")
+        print(f"== {name}: {text}", flush=True)
+        getattr(importlib.import_module(module_name), function_name)(quick=args.quick)
+        print(flush=True)
+    return 0

@@ -1,0 +1,76 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""``skelarm-ros``: the package's tools on a machine without a ROS 2 distribution.
+
+``skelarm-ros run <executable> [args]`` does what ``ros2 run skelarm_ros <executable>
+[args]`` does. Each other subcommand lives in its own module and is imported only
+when used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from importlib.metadata import entry_points
+
+# subcommand -> (module:function taking the remaining arguments, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
+}
+
+
+def executables() -> dict[str, str]:
+    """Return the package's executables (``ros2 run`` names) and their entry points."""
+    found = {}
+    for entry in entry_points(group="console_scripts"):
+        if entry.value.startswith("skelarm_ros.") and entry.name != "skelarm-ros":
+            found[entry.name] = entry.value
+    return dict(sorted(found.items()))
+
+
+def _call(target: str, prog: str, argv: list[str]) -> int:
+    """Import ``module:function`` and call it as its own program, with ``sys.argv`` set."""
+    module_name, function_name = target.split(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    sys.argv = [prog, *argv]
+    return int(function() or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``skelarm-ros <command> ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="skelarm-ros",
+        description="skelarm_ros tools for machines without a ROS 2 distribution.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    run = sub.add_parser("run", help="start an executable, as `ros2 run skelarm_ros <executable>` does")
+    run.add_argument("executable", help="one of: " + ", ".join(executables()))
+    for name, (_, text) in COMMANDS.items():
+        sub.add_parser(name, help=text, add_help=False)
+    if not args or args[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command == "run":
+        if not rest or rest[0] in ("-h", "--help"):
+            run.print_help()
+            return 0 if rest else 2
+        known = executables()
+        if rest[0] not in known:
+            print(
+                f"skelarm-ros: no executable '{rest[0]}' in skelarm_ros; choose from {', '.join(known)}",
+                file=sys.stderr,
+            )
+            return 2
+        return _call(known[rest[0]], rest[0], rest[1:])
+    if command in COMMANDS:
+        return _call(COMMANDS[command][0], f"skelarm-ros {command}", rest)
+    print(f"skelarm-ros: unknown command '{command}'; choose from run, {', '.join(COMMANDS)}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

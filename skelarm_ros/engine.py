@@ -1,0 +1,352 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""A fast dynamics engine for a skelarm arm, built with Pinocchio.
+
+The engine mirrors skelarm's model exactly (DESIGN.md section 3): one revolute-z
+joint per movable link, the first joint at ``(base_length, 0)``, each next joint at
+``(length, 0)`` of its parent link, body mass ``m`` with its centre of mass at
+``(rgx, rgy, 0)`` and rotational inertia ``i`` about it. Stepping follows
+:func:`skelarm.integrate_with_limits` and :func:`skelarm.simulate_controlled`:
+semi-implicit Euler, joint limits as inelastic stops, an external tip force entering
+as ``J^T F``, and time accumulated by ``t += dt``.
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pinocchio as pin
+from skelarm import StateLog
+from skelarm.kinematics import compute_forward_kinematics
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from numpy.typing import ArrayLike, NDArray
+    from skelarm import Skeleton
+
+_PLANE = 2  # (x, y)
+
+
+class NonFiniteStateError(RuntimeError):
+    """Raised when a step would make the arm's state NaN or infinite; the state is kept."""
+
+
+class _Controller(Protocol):
+    """The part of :class:`skelarm.Controller` the run loop uses."""
+
+    def reset(self, skeleton: Skeleton) -> None: ...
+
+    def update(self, t: float, skeleton: Skeleton, dt: float) -> None: ...
+
+    def control(self, t: float, skeleton: Skeleton) -> NDArray[np.float64]: ...
+
+    def log_channels(self) -> dict[str, ArrayLike]: ...
+
+
+def build_model(skeleton: Skeleton, grav_vec: ArrayLike | None = None) -> tuple[pin.Model, int]:
+    """Build the Pinocchio model of a skelarm skeleton.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The arm; its geometry and inertias are read, its state is not.
+    grav_vec : ArrayLike | None, optional
+        Planar gravity acceleration ``(gx, gy)`` in m/s^2; ``None`` is zero.
+
+    Returns
+    -------
+    tuple[pin.Model, int]
+        The model and the index of its ``tip`` frame (the endpoint of the last link).
+    """
+    model = pin.Model()
+    model.name = "skelarm"
+    parent = 0
+    offset = skeleton.base_length
+    for index, link in enumerate(skeleton.links[1:], start=1):
+        prop = link.prop
+        placement = pin.SE3(np.eye(3), np.array([offset, 0.0, 0.0]))
+        joint = model.addJoint(parent, pin.JointModelRZ(), placement, f"j{index}")
+        model.lowerPositionLimit[joint - 1] = prop.qmin
+        model.upperPositionLimit[joint - 1] = prop.qmax
+        inertia = pin.Inertia(float(prop.m), np.array([prop.rgx, prop.rgy, 0.0]), np.diag([0.0, 0.0, prop.i]))
+        model.appendBodyToJoint(joint, inertia, pin.SE3.Identity())
+        parent = joint
+        offset = prop.length
+    tip = model.addFrame(
+        pin.Frame("tip", parent, pin.SE3(np.eye(3), np.array([offset, 0.0, 0.0])), pin.FrameType.OP_FRAME)
+    )
+    gravity = np.zeros(_PLANE) if grav_vec is None else np.asarray(grav_vec, dtype=np.float64)
+    model.gravity = pin.Motion(np.array([gravity[0], gravity[1], 0.0]), np.zeros(3))
+    return model, tip
+
+
+class ArmEngine:
+    """Forward dynamics, kinematics and fixed-step integration of a skelarm arm.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The arm. Its current ``q`` / ``dq`` become the engine's state; the skeleton
+        itself is not changed by the engine.
+    dt : float
+        Integration step (seconds).
+    grav_vec : ArrayLike | None, optional
+        Planar gravity acceleration ``(gx, gy)``; default zero, as in skelarm.
+    enforce_limits : bool, optional
+        Treat the joint limits as inelastic stops (default), as
+        :func:`skelarm.simulate_controlled` does.
+
+    Attributes
+    ----------
+    t : float
+        Simulated time (seconds), accumulated by ``t += dt`` per step.
+    """
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        dt: float,
+        *,
+        grav_vec: ArrayLike | None = None,
+        enforce_limits: bool = True,
+    ) -> None:
+        """Build the model and take the skeleton's state as the initial state."""
+        if not (math.isfinite(dt) and dt > 0.0):
+            msg = f"the integration step dt must be a positive number of seconds, got {dt!r}"
+            raise ValueError(msg)
+        self.model, self._tip = build_model(skeleton, grav_vec)
+        self.data = self.model.createData()
+        self.num_joints: int = skeleton.num_joints
+        self.dt = float(dt)
+        self.enforce_limits = bool(enforce_limits)
+        self.lower = np.array([link.prop.qmin for link in skeleton.links[1:]], dtype=np.float64)
+        self.upper = np.array([link.prop.qmax for link in skeleton.links[1:]], dtype=np.float64)
+        self._lower_list: list[float] = self.lower.tolist()
+        self._upper_list: list[float] = self.upper.tolist()
+        self._indices = range(self.num_joints)
+        self.t = 0.0
+        self._q_list: list[float] = []
+        self._dq_list: list[float] = []
+        self.q = np.zeros(self.num_joints)
+        self.dq = np.zeros(self.num_joints)
+        self.set_state(skeleton.q, skeleton.dq)
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def set_state(self, q: ArrayLike, dq: ArrayLike, t: float | None = None) -> None:
+        """Set joint angles, velocities and (optionally) the simulated time.
+
+        Parameters
+        ----------
+        q, dq : ArrayLike
+            Joint angles (rad) and velocities (rad/s), one per joint.
+        t : float | None, optional
+            Simulated time (seconds); ``None`` keeps the current time.
+        """
+        q_arr = np.array(q, dtype=np.float64).reshape(-1)
+        dq_arr = np.array(dq, dtype=np.float64).reshape(-1)
+        if q_arr.shape != (self.num_joints,) or dq_arr.shape != (self.num_joints,):
+            msg = f"expected {self.num_joints} joint angles and velocities, got {q_arr.size} and {dq_arr.size}"
+            raise ValueError(msg)
+        self.q, self.dq = q_arr, dq_arr
+        self._q_list, self._dq_list = q_arr.tolist(), dq_arr.tolist()
+        if t is not None:
+            self.t = float(t)
+
+    # -- dynamics and kinematics at a given state ------------------------------------------------
+
+    def forward_dynamics(
+        self,
+        q: NDArray[np.float64],
+        dq: NDArray[np.float64],
+        tau: NDArray[np.float64],
+        force: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.float64]:
+        """Joint accelerations under joint torque ``tau`` and an optional tip force.
+
+        Parameters
+        ----------
+        q, dq : NDArray[np.float64]
+            Joint angles and velocities, shape ``(N,)``.
+        tau : NDArray[np.float64]
+            Joint torques (N*m), shape ``(N,)``.
+        force : NDArray[np.float64] | None, optional
+            External tip force ``(fx, fy)`` in newtons in ``base``.
+
+        Returns
+        -------
+        NDArray[np.float64]
+            ``ddq`` (rad/s^2), shape ``(N,)``.
+        """
+        if force is not None:
+            tau = tau + self.jacobian(q).T @ force
+        return np.array(pin.aba(self.model, self.data, q, dq, tau))
+
+    def mass_matrix(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Joint-space mass matrix ``M(q)``, shape ``(N, N)``, symmetric."""
+        upper = np.triu(np.array(pin.crba(self.model, self.data, q)).reshape(self.num_joints, self.num_joints))
+        return upper + np.triu(upper, 1).T
+
+    def bias(self, q: NDArray[np.float64], dq: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Coriolis, centrifugal and gravity torques ``h(q, dq)``, shape ``(N,)``."""
+        return np.array(pin.nonLinearEffects(self.model, self.data, q, dq))
+
+    def endpoint(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Endpoint (tip) position ``(x, y)`` in ``base`` (m)."""
+        pin.framesForwardKinematics(self.model, self.data, q)
+        return np.array(self.data.oMf[self._tip].translation[:_PLANE])
+
+    def jacobian(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Endpoint Jacobian ``d(x, y)/dq``, shape ``(2, N)``."""
+        full = pin.computeFrameJacobian(self.model, self.data, q, self._tip, pin.LOCAL_WORLD_ALIGNED)
+        # eigenpy hands a one-column matrix back as a vector; restore the shape.
+        return np.array(full).reshape(6, self.num_joints)[:_PLANE, :]
+
+    def endpoint_velocity(self, q: NDArray[np.float64], dq: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Endpoint velocity ``J(q) dq`` (m/s)."""
+        return self.jacobian(q) @ dq
+
+    # -- stepping --------------------------------------------------------------------------------
+
+    def step(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> None:
+        """Advance one step of ``dt`` under joint torque ``tau`` and an optional tip force.
+
+        Semi-implicit Euler: ``dq += ddq dt``, then ``q += dq dt``; with limits
+        enforced a joint past its limit is clamped and its velocity zeroed; then
+        ``t += dt``.
+
+        Parameters
+        ----------
+        tau : NDArray[np.float64]
+            Joint torques (N*m), shape ``(N,)``, float64.
+        force : NDArray[np.float64] | None, optional
+            External tip force ``(fx, fy)`` (N) in ``base``, held over the step.
+
+        Raises
+        ------
+        NonFiniteStateError
+            If the new state would not be finite; the state is left as it was.
+        """
+        if force is not None and (force[0] != 0.0 or force[1] != 0.0):
+            tau = tau + self.jacobian(self.q).T @ force
+        ddq = pin.aba(self.model, self.data, self.q, self.dq, tau).tolist()
+        dt = self.dt
+        q_new = self._q_list.copy()
+        dq_new = self._dq_list.copy()
+        lower, upper = self._lower_list, self._upper_list
+        clamp = self.enforce_limits
+        for i in self._indices:
+            velocity = dq_new[i] + ddq[i] * dt
+            angle = q_new[i] + velocity * dt
+            if clamp:
+                if angle < lower[i]:
+                    angle, velocity = lower[i], 0.0
+                elif angle > upper[i]:
+                    angle, velocity = upper[i], 0.0
+            dq_new[i] = velocity
+            q_new[i] = angle
+        if not math.isfinite(math.fsum(q_new) + math.fsum(dq_new)):
+            msg = (
+                f"the arm's state became non-finite at t={self.t + dt:.6g} s "
+                f"(q={q_new}, dq={dq_new}); the step was not applied"
+            )
+            raise NonFiniteStateError(msg)
+        self._q_list, self._dq_list = q_new, dq_new
+        self.q = np.array(q_new)
+        self.dq = np.array(dq_new)
+        self.t += dt
+
+
+def sync_skeleton(skeleton: Skeleton, q: ArrayLike, dq: ArrayLike) -> None:
+    """Write a state onto a skelarm skeleton exactly (no limit clamping) and refresh its kinematics.
+
+    This is how :func:`skelarm.integrate_with_limits` writes its result, so a
+    controller reading the skeleton sees the same values skelarm would give it.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The skeleton to update in place.
+    q, dq : ArrayLike
+        Joint angles and velocities, one per joint.
+    """
+    angles = np.asarray(q, dtype=np.float64).tolist()
+    velocities = np.asarray(dq, dtype=np.float64).tolist()
+    for link, angle, velocity in zip(skeleton.links[1:], angles, velocities, strict=True):
+        link.q = angle
+        link.dq = velocity
+    compute_forward_kinematics(skeleton)
+
+
+def run_controlled(
+    engine: ArmEngine,
+    skeleton: Skeleton,
+    controller: _Controller,
+    *,
+    duration: float,
+    force: Callable[[float], NDArray[np.float64]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> StateLog:
+    """Run a skelarm controller against the engine, frame for frame as skelarm does.
+
+    Mirrors :func:`skelarm.simulate_controlled` (``update`` then ``control`` at each
+    step, ``round(duration / dt)`` steps plus a final frame) with the engine doing
+    the integration. With ``force``, the tip force ``force(t)`` acts over the step
+    starting at ``t`` and is recorded as the ``ext_force`` channel; the final frame,
+    which no step applies, records zero force.
+
+    Parameters
+    ----------
+    engine : ArmEngine
+        The engine, at its initial state; it is advanced in place.
+    skeleton : Skeleton
+        A skeleton of the same arm for the controller to read; its state is overwritten.
+    controller : _Controller
+        A skelarm controller.
+    duration : float
+        Simulated time (seconds).
+    force : Callable[[float], NDArray[np.float64]] | None, optional
+        External tip force as a function of time, ``(fx, fy)`` in newtons.
+    extra : Mapping[str, Any] | None, optional
+        Metadata for the log's ``[extra]`` table.
+
+    Returns
+    -------
+    StateLog
+        ``q``, ``dq``, ``tau`` (and ``ext_force``) per frame plus the controller's channels.
+    """
+    joints = [f"j{i + 1}" for i in range(engine.num_joints)]
+    channel_meta: dict[str, dict[str, Any]] = {
+        "q": {"unit": "rad", "label": "joint angle", "columns": joints},
+        "dq": {"unit": "rad/s", "label": "joint velocity", "columns": joints},
+        "tau": {"unit": "N*m", "label": "applied joint torque", "columns": joints},
+    }
+    if force is not None:
+        channel_meta["ext_force"] = {"unit": "N", "label": "external tip force", "columns": ["fx", "fy"]}
+    log = StateLog(skeleton, producer=type(controller).__name__, channel_meta=channel_meta, extra=extra)
+    dt = engine.dt
+    sync_skeleton(skeleton, engine.q, engine.dq)
+    controller.reset(skeleton)
+    for _ in range(round(duration / dt)):
+        t = engine.t
+        controller.update(t, skeleton, dt)
+        tau = np.asarray(controller.control(t, skeleton), dtype=np.float64)
+        pushes: dict[str, ArrayLike] = {}
+        applied = None
+        if force is not None:
+            applied = np.asarray(force(t), dtype=np.float64)
+            pushes["ext_force"] = applied
+        log.record(t, q=engine.q, dq=engine.dq, tau=tau, **pushes, **controller.log_channels())
+        engine.step(tau, applied)
+        sync_skeleton(skeleton, engine.q, engine.dq)
+    tau = np.asarray(controller.control(engine.t, skeleton), dtype=np.float64)
+    final = {"ext_force": np.zeros(_PLANE)} if force is not None else {}
+    log.record(engine.t, q=engine.q, dq=engine.dq, tau=tau, **final, **controller.log_channels())
+    return log

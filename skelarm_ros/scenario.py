@@ -1,0 +1,332 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""Reading skelarm scenario and robot TOML files, with one clear sentence per problem.
+
+One scenario file is the single source of the robot, its initial state, the task,
+the step and the controller for the whole graph (parameter ``scenario``). A robot-only
+file (``[skeleton]`` and ``[initial]``) is enough for the simulator. skelarm's own
+parsers do the work; this module checks the file first so a user gets a sentence
+naming the file, the table and what would be right instead of a traceback.
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import skelarm
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+_PACKAGE = "skelarm_ros"
+DEFAULT_SCENARIO = "reach.toml"
+_LINK_NUMBERS = ("length", "mass", "inertia")
+
+
+class ScenarioError(ValueError):
+    """A scenario or robot file that cannot be used; the message names the file and the fix."""
+
+
+def share_directory() -> Path:
+    """Return the package's share directory (installed, or the source tree in an editable install).
+
+    Returns
+    -------
+    Path
+        A directory holding ``config/`` and ``launch/``.
+    """
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+        try:
+            return Path(get_package_share_directory(_PACKAGE))
+        except (PackageNotFoundError, OSError):  # not installed, or no AMENT_PREFIX_PATH at all
+            pass
+    except ImportError:  # pragma: no cover - ament_index_python comes with the ROS wheels
+        pass
+    return Path(__file__).resolve().parent.parent
+
+
+def bundled_scenarios() -> dict[str, Path]:
+    """Return the scenarios bundled in ``config/scenarios`` by name (file stem)."""
+    folder = share_directory() / "config" / "scenarios"
+    return {path.stem: path for path in sorted(folder.glob("*.toml"))}
+
+
+def resolve_scenario(name: str | Path | None) -> Path:
+    """Resolve a scenario parameter: a path, a bundled scenario's name, or empty for the default.
+
+    Parameters
+    ----------
+    name : str | Path | None
+        A file path, the stem of a bundled scenario (``reach``), or ``None`` / ``""``.
+
+    Returns
+    -------
+    Path
+        The scenario file.
+
+    Raises
+    ------
+    ScenarioError
+        If the file does not exist and no bundled scenario has that name.
+    """
+    bundled = bundled_scenarios()
+    if name is None or str(name) == "":
+        return bundled[Path(DEFAULT_SCENARIO).stem]
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path
+    if str(name) in bundled:
+        return bundled[str(name)]
+    msg = (
+        f"scenario file '{name}' does not exist; pass the path of a skelarm scenario or robot TOML "
+        f"or one of the bundled scenarios {sorted(bundled)}"
+    )
+    raise ScenarioError(msg)
+
+
+@dataclass
+class ArmSetup:
+    """The robot and run conditions of a scenario or robot file.
+
+    Attributes
+    ----------
+    path : Path | None
+        The file it came from.
+    config : dict[str, Any]
+        The parsed TOML tables.
+    skeleton : skelarm.Skeleton
+        The robot, posed at its initial state.
+    dt : float
+        Control / integration step (seconds) from ``[simulator]`` (default 0.002).
+    enforce_limits : bool
+        Joint limits as hard stops (``[simulator].enforce_limits``, default true).
+    grav_vec : NDArray[np.float64]
+        Planar gravity ``(gx, gy)`` from ``[simulator].grav_vec`` (default zero).
+    """
+
+    path: Path | None
+    config: dict[str, Any]
+    skeleton: skelarm.Skeleton
+    dt: float
+    enforce_limits: bool
+    grav_vec: NDArray[np.float64] = field(default_factory=lambda: np.zeros(2))
+
+    @property
+    def num_joints(self) -> int:
+        """Number of actuated joints."""
+        return self.skeleton.num_joints
+
+    @property
+    def q0(self) -> NDArray[np.float64]:
+        """Initial joint angles (rad)."""
+        return self.skeleton.q
+
+    @property
+    def dq0(self) -> NDArray[np.float64]:
+        """Initial joint velocities (rad/s)."""
+        return self.skeleton.dq
+
+    @property
+    def has_controller(self) -> bool:
+        """Whether the file has the ``[task]`` and ``[controller]`` tables a controller needs."""
+        return "task" in self.config and "controller" in self.config
+
+
+def _number(value: object, where: str, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"{source}: {where} must be a number, got {value!r}"
+        raise ScenarioError(msg)
+    number = float(value)
+    if not math.isfinite(number):
+        msg = f"{source}: {where} must be finite, got {value!r}"
+        raise ScenarioError(msg)
+    return number
+
+
+def _pair(value: object, where: str, source: str) -> tuple[float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        msg = f"{source}: {where} must be a pair [a, b], got {value!r}"
+        raise ScenarioError(msg)
+    return _number(value[0], where, source), _number(value[1], where, source)
+
+
+def _check_links(config: dict[str, Any], source: str) -> None:
+    section = config.get("skeleton", config)
+    if not isinstance(section, dict):
+        msg = f"{source}: [skeleton] must be a table, got {section!r}"
+        raise ScenarioError(msg)
+    links = section.get("link")
+    if not links:
+        msg = f"{source} defines no links; add one [[skeleton.link]] table per link with length, mass and inertia"
+        raise ScenarioError(msg)
+    if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
+        msg = f"{source}: 'link' must be an array of tables ([[skeleton.link]]), got {links!r}"
+        raise ScenarioError(msg)
+    _number(section.get("base_length", 0.0), "[skeleton].base_length", source)
+    for number, link in enumerate(links, start=1):
+        where = f"link {number}"
+        for key in _LINK_NUMBERS:
+            if key not in link:
+                msg = f"{source}: {where} has no '{key}'; each [[skeleton.link]] needs length, mass and inertia"
+                raise ScenarioError(msg)
+        length = _number(link["length"], f"{where} 'length'", source)
+        mass = _number(link["mass"], f"{where} 'mass'", source)
+        inertia = _number(link["inertia"], f"{where} 'inertia'", source)
+        if length < 0.0:
+            msg = f"{source}: {where} has length {length}; a link length must be zero or positive (m)"
+            raise ScenarioError(msg)
+        if mass <= 0.0:
+            msg = f"{source}: {where} has mass {mass}; every link needs a positive mass (kg) for the dynamics"
+            raise ScenarioError(msg)
+        if inertia < 0.0:
+            msg = f"{source}: {where} has inertia {inertia}; a rotational inertia must be zero or positive (kg*m^2)"
+            raise ScenarioError(msg)
+        if "com" in link:
+            _pair(link["com"], f"{where} 'com'", source)
+        for key in ("rgx", "rgy", "q0", "qmin", "qmax"):
+            if key in link:
+                _number(link[key], f"{where} '{key}'", source)
+        if "limits" in link:
+            low, high = _pair(link["limits"], f"{where} 'limits'", source)
+            if low > high:
+                msg = f"{source}: {where} has limits [{low}, {high}]; the lower limit must not exceed the upper"
+                raise ScenarioError(msg)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except FileNotFoundError:
+        msg = f"scenario file '{path}' does not exist; pass the path of a skelarm scenario or robot TOML"
+        raise ScenarioError(msg) from None
+    except IsADirectoryError:
+        msg = f"scenario '{path}' is a directory; pass the path of a skelarm scenario or robot TOML file"
+        raise ScenarioError(msg) from None
+    except tomllib.TOMLDecodeError as error:
+        msg = f"scenario file '{path}' is not valid TOML ({error}); fix the syntax"
+        raise ScenarioError(msg) from None
+    except (OSError, UnicodeDecodeError) as error:
+        msg = f"scenario file '{path}' cannot be read ({error}); check the path and its permissions"
+        raise ScenarioError(msg) from None
+
+
+def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path | None = None) -> ArmSetup:
+    """Build an :class:`ArmSetup` from parsed scenario tables.
+
+    Parameters
+    ----------
+    config : dict[str, Any]
+        Parsed TOML tables (``[skeleton]``, ``[initial]``, optional ``[simulator]``...).
+    source : str, optional
+        How to name the file in messages.
+    path : Path | None, optional
+        The file the tables came from.
+
+    Returns
+    -------
+    ArmSetup
+        The robot at its initial state with the run conditions.
+
+    Raises
+    ------
+    ScenarioError
+        If a table is missing, ill-typed or physically meaningless.
+    """
+    _check_links(config, source)
+    simulator = config.get("simulator", {})
+    if not isinstance(simulator, dict):
+        msg = f"{source}: [simulator] must be a table, got {simulator!r}"
+        raise ScenarioError(msg)
+    dt = _number(simulator.get("dt", 0.002), "[simulator].dt", source)
+    if dt <= 0.0:
+        msg = f"{source}: [simulator].dt is {dt}; the step must be a positive number of seconds"
+        raise ScenarioError(msg)
+    enforce = simulator.get("enforce_limits", True)
+    if not isinstance(enforce, bool):
+        msg = f"{source}: [simulator].enforce_limits must be true or false, got {enforce!r}"
+        raise ScenarioError(msg)
+    grav = _pair(simulator.get("grav_vec", [0.0, 0.0]), "[simulator].grav_vec", source)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # initial angles outside the limits are clamped, as skelarm does
+            skeleton = skelarm.Skeleton.from_config(config)
+    except (ValueError, TypeError, KeyError) as error:
+        msg = f"{source}: {error}"
+        raise ScenarioError(msg) from None
+    return ArmSetup(
+        path=path,
+        config=config,
+        skeleton=skeleton,
+        dt=dt,
+        enforce_limits=enforce,
+        grav_vec=np.array(grav, dtype=np.float64),
+    )
+
+
+def load_arm(scenario: str | Path | None) -> ArmSetup:
+    """Read the robot and run conditions from a scenario or robot TOML.
+
+    Parameters
+    ----------
+    scenario : str | Path | None
+        A path, a bundled scenario's name, or ``None`` / ``""`` for the default.
+
+    Returns
+    -------
+    ArmSetup
+        The robot at its initial state, the step and the limits setting.
+
+    Raises
+    ------
+    ScenarioError
+        With one sentence naming the file and the problem.
+    """
+    path = resolve_scenario(scenario)
+    return arm_from_config(_read_toml(path), f"scenario file '{path}'", path)
+
+
+def load_scenario(scenario: str | Path | None) -> skelarm.Scenario:
+    """Read a full skelarm scenario (robot, task, controller) with skelarm's own parsers.
+
+    Parameters
+    ----------
+    scenario : str | Path | None
+        A path, a bundled scenario's name, or ``None`` / ``""`` for the default.
+
+    Returns
+    -------
+    skelarm.Scenario
+        The scenario, its controller built by :func:`skelarm.build_controller`.
+
+    Raises
+    ------
+    ScenarioError
+        If the file is not a usable full scenario (the message names the problem,
+        including skelarm's list of known controller types for an unknown type).
+    """
+    arm = load_arm(scenario)
+    source = f"scenario file '{arm.path}'"
+    for table in ("task", "controller"):
+        if table not in arm.config:
+            msg = f"{source} has no [{table}] table; a controller needs a full scenario with [task] and [controller]"
+            raise ScenarioError(msg)
+        if not isinstance(arm.config[table], dict):
+            msg = f"{source}: [{table}] must be a table, got {arm.config[table]!r}"
+            raise ScenarioError(msg)
+    try:
+        return skelarm.scenario_from_config(arm.config)
+    except (ValueError, TypeError, KeyError, FileNotFoundError) as error:
+        msg = f"{source}: {error}"
+        raise ScenarioError(msg) from None

@@ -1,0 +1,116 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""A URDF robot description made from a skelarm Skeleton.
+
+The frames follow the engine: a fixed ``base`` link, one revolute-z joint per
+movable link (the first at ``(base_length, 0, 0)``, each next at ``(length, 0, 0)``
+of its parent), inertials at each link's centre of mass, and a fixed ``tip`` frame
+at the end of the last link. Each link is drawn as a box of its length, so rviz's
+RobotModel shows the arm as skelarm draws it.
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import quoteattr
+
+from skelarm_ros.conversions import BASE_FRAME
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from skelarm import Skeleton
+
+LINK_WIDTH = 0.04  # m, drawn thickness of a link
+DEFAULT_EFFORT_LIMIT = 1000.0  # N*m, written when no effort limit is configured
+DEFAULT_VELOCITY_LIMIT = 100.0  # rad/s, URDF requires one
+_COLORS = ("0.20 0.40 0.80 1", "0.90 0.50 0.10 1")
+
+
+def link_names(num_joints: int) -> list[str]:
+    """Names of the movable links, ``link1 ... linkN``."""
+    return [f"link{i + 1}" for i in range(num_joints)]
+
+
+def _num(value: float) -> str:
+    return repr(float(value))
+
+
+def _box(length: float, material: str, color: str) -> str:
+    size = max(length, 1e-4)
+    return (
+        f'    <visual>\n      <origin xyz="{_num(length / 2)} 0 0" rpy="0 0 0"/>\n'
+        f'      <geometry><box size="{_num(size)} {LINK_WIDTH} {LINK_WIDTH}"/></geometry>\n'
+        f'      <material name="{material}"><color rgba="{color}"/></material>\n    </visual>\n'
+    )
+
+
+def skeleton_to_urdf(
+    skeleton: Skeleton,
+    joint_names: Sequence[str],
+    *,
+    effort_limits: Sequence[float] | None = None,
+    name: str = "skelarm",
+) -> str:
+    """Write the URDF of a skelarm arm.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The arm (geometry, inertias, joint limits).
+    joint_names : Sequence[str]
+        One name per joint.
+    effort_limits : Sequence[float] | None, optional
+        Per-joint effort limits (N*m); ``None`` writes :data:`DEFAULT_EFFORT_LIMIT`.
+    name : str, optional
+        The robot's name.
+
+    Returns
+    -------
+    str
+        The URDF document.
+    """
+    links = link_names(skeleton.num_joints)
+    efforts = list(effort_limits) if effort_limits is not None else [DEFAULT_EFFORT_LIMIT] * skeleton.num_joints
+    parts = [f'<?xml version="1.0"?>\n<robot name={quoteattr(name)}>\n']
+    parts.append(f'  <link name="{BASE_FRAME}">\n')
+    if skeleton.base_length > 0.0:
+        parts.append(_box(skeleton.base_length, "base_gray", "0.5 0.5 0.5 1"))
+    parts.append("  </link>\n")
+    parent = BASE_FRAME
+    offset = skeleton.base_length
+    for index, link in enumerate(skeleton.links[1:]):
+        prop = link.prop
+        child = links[index]
+        parts.append(
+            f"  <link name={quoteattr(child)}>\n"
+            f"    <inertial>\n"
+            f'      <origin xyz="{_num(prop.rgx)} {_num(prop.rgy)} 0" rpy="0 0 0"/>\n'
+            f'      <mass value="{_num(prop.m)}"/>\n'
+            f'      <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="{_num(prop.i)}"/>\n'
+            f"    </inertial>\n" + _box(prop.length, f"link_color_{index % 2}", _COLORS[index % 2]) + "  </link>\n"
+        )
+        effort = efforts[index] if math.isfinite(efforts[index]) else DEFAULT_EFFORT_LIMIT
+        parts.append(
+            f'  <joint name={quoteattr(joint_names[index])} type="revolute">\n'
+            f"    <parent link={quoteattr(parent)}/>\n    <child link={quoteattr(child)}/>\n"
+            f'    <origin xyz="{_num(offset)} 0 0" rpy="0 0 0"/>\n    <axis xyz="0 0 1"/>\n'
+            f'    <limit lower="{_num(prop.qmin)}" upper="{_num(prop.qmax)}" '
+            f'effort="{_num(effort)}" velocity="{_num(DEFAULT_VELOCITY_LIMIT)}"/>\n'
+            f"  </joint>\n"
+        )
+        parent = child
+        offset = prop.length
+    parts.append(
+        '  <link name="tip"/>\n'
+        '  <joint name="tip_joint" type="fixed">\n'
+        f"    <parent link={quoteattr(parent)}/>\n"
+        '    <child link="tip"/>\n'
+        f'    <origin xyz="{_num(offset)} 0 0" rpy="0 0 0"/>\n'
+        "  </joint>\n</robot>\n"
+    )
+    return "".join(parts)

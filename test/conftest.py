@@ -1,0 +1,50 @@
+"""Shared test fixtures: where the shared data is, and an isolated ROS environment."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("SKELARM_ROS_SHARED_DATA", REPO.parent / "shared" / "data"))
+SCENARIOS = SHARED_DATA / "scenarios"
+BAGS = SHARED_DATA / "bags"
+
+
+def full_scenarios() -> list[Path]:
+    """The shared full scenarios (robot + task + controller), sorted."""
+    import tomllib
+
+    def is_full(path: Path) -> bool:
+        tables = tomllib.loads(path.read_text(encoding="utf-8"))
+        return "task" in tables and "controller" in tables
+
+    return sorted(path for path in SCENARIOS.glob("*.toml") if is_full(path))
+
+
+@functools.cache
+def reference_run(path: Path):
+    """``skelarm.run_scenario`` of a scenario file, computed once per test session."""
+    import skelarm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return skelarm.run_scenario(skelarm.load_scenario(path))
+
+
+# Each test process gets its own DDS domain and log folder, on the local host only.
+os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="skelarm-ros-log-"))
+
+
+@pytest.fixture
+def shared_scenarios() -> Path:
+    if not SCENARIOS.is_dir():
+        pytest.skip(f"the shared scenarios are not at {SCENARIOS} (set SKELARM_ROS_SHARED_DATA)")
+    return SCENARIOS
