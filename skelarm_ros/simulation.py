@@ -1,0 +1,437 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The simulator's per-step logic, without ROS.
+
+:class:`Simulation` holds the arm (an :class:`~skelarm_ros.engine.ArmEngine`), the
+newest effort command and tip force, and the rules the simulator node applies to
+them: zero-order hold, ``command_timeout`` (zero torque until commands resume),
+``effort_limits`` clamping, reset and pause, counting rejected messages per kind,
+and stopping (without crashing) when the state becomes non-finite.
+:class:`LockstepPairing` pairs the command (and tip force) with the step they
+belong to by the exact stamp in nanoseconds (docs/interfaces.md, lockstep protocol).
+
+The node hands this module plain values taken from messages; this module does not
+import rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from skelarm_ros.conversions import (
+    NANOSECONDS,
+    Rejected,
+    by_name,
+    check_joint_names,
+    effort_array,
+    planar_force,
+    seconds_to_stamp,
+)
+from skelarm_ros.engine import ArmEngine, NonFiniteStateError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from numpy.typing import NDArray
+
+    from skelarm_ros.scenario import ArmSetup
+
+MODES = ("realtime", "lockstep")
+COMMAND_INTERFACES = ("commands", "joint_commands")
+
+# Kinds of rejected or ignored messages, as counted and reported.
+COMMAND = "command"
+WRENCH = "tip wrench"
+STALE_COMMAND = "stale command"
+STALE_WRENCH = "stale tip wrench"
+
+# What a command-hold update reports to the node (at most once per change).
+LAPSED = "lapsed"
+RESUMED = "resumed"
+
+
+def check_mode(mode: str, command_interface: str) -> None:
+    """Check the ``mode`` and ``command_interface`` parameters together.
+
+    Raises
+    ------
+    ValueError
+        On an unknown value, or lockstep without ``joint_commands`` (lockstep pairs a
+        command with its state by stamp, and only ``joint_commands`` carries one).
+    """
+    if mode not in MODES:
+        msg = f"mode '{mode}' is unknown; choose one of {list(MODES)}"
+        raise ValueError(msg)
+    if command_interface not in COMMAND_INTERFACES:
+        msg = f"command_interface '{command_interface}' is unknown; choose one of {list(COMMAND_INTERFACES)}"
+        raise ValueError(msg)
+    if mode == "lockstep" and command_interface != "joint_commands":
+        msg = (
+            "mode 'lockstep' needs stamped commands; set command_interface:=joint_commands "
+            "(sensor_msgs/JointState on joint_commands, stamped with the state it answers)"
+        )
+        raise ValueError(msg)
+
+
+def check_effort_limits(values: Sequence[float], num_joints: int) -> NDArray[np.float64] | None:
+    """Validate an ``effort_limits`` parameter: empty for none, else one positive limit per joint.
+
+    Returns
+    -------
+    NDArray[np.float64] | None
+        The limits (N*m), or ``None`` for no clamping.
+
+    Raises
+    ------
+    ValueError
+        On a wrong count or a limit that is not a positive number.
+    """
+    if len(values) == 0:
+        return None
+    limits = np.asarray(values, dtype=np.float64).reshape(-1)
+    if limits.size != num_joints:
+        msg = (
+            f"effort_limits has {limits.size} values but the arm has {num_joints} joints; "
+            "give one limit per joint or none"
+        )
+        raise ValueError(msg)
+    if not (np.all(limits > 0.0) and not np.isnan(limits).any()):
+        msg = f"effort_limits must be positive (N*m; inf for no limit), got {limits.tolist()}"
+        raise ValueError(msg)
+    return limits
+
+
+def check_positive(name: str, value: float, unit: str = "s") -> float:
+    """Check that a parameter is a positive finite number and return it as float.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter and the value.
+    """
+    number = float(value)
+    if not (math.isfinite(number) and number > 0.0):
+        msg = f"{name} must be a positive number ({unit}), got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def check_non_negative(name: str, value: float, unit: str = "s") -> float:
+    """Check that a parameter is a finite number >= 0 and return it as float.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter and the value.
+    """
+    number = float(value)
+    if not (math.isfinite(number) and number >= 0.0):
+        msg = f"{name} must be zero or a positive number ({unit}), got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def stamp_nanoseconds(t: float) -> int:
+    """Return the stamp of simulated time ``t`` in integer nanoseconds, as published."""
+    sec, nanosec = seconds_to_stamp(t)
+    return sec * NANOSECONDS + nanosec
+
+
+class Simulation:
+    """The arm being simulated, its held inputs and its run state.
+
+    Parameters
+    ----------
+    arm : ArmSetup
+        Robot, initial state, step and limits (from :func:`skelarm_ros.scenario.load_arm`).
+    joint_names : Sequence[str], optional
+        The joints' names; empty for ``j1 ... jN``.
+    dt : float, optional
+        Integration step (seconds); 0 takes the scenario's.
+    command_timeout : float, optional
+        A held command older than this (seconds) gives zero torque.
+    effort_limits : Sequence[float], optional
+        One positive limit per joint (N*m) that commands are clamped to; empty for none.
+    wrench_tolerance : float, optional
+        Largest out-of-plane wrench component accepted as zero.
+
+    Attributes
+    ----------
+    engine : ArmEngine
+        The arm's dynamics and state (``engine.q``, ``engine.dq``, ``engine.t``).
+    effort : NDArray[np.float64]
+        The torque applied over the step that ended at the present state (zero at the
+        initial state).
+    steps : int
+        Steps since the start or the last reset.
+    paused : bool
+        Whether stepping is paused.
+    halted : str
+        Empty while the state is finite; else why integration stopped.
+    rejected : collections.Counter[str]
+        Rejected or ignored messages per kind since the start.
+    """
+
+    def __init__(
+        self,
+        arm: ArmSetup,
+        joint_names: Sequence[str] = (),
+        *,
+        dt: float = 0.0,
+        command_timeout: float = 0.5,
+        effort_limits: Sequence[float] = (),
+        wrench_tolerance: float = 1e-6,
+    ) -> None:
+        """Build the engine at the arm's initial state and check the settings."""
+        num_joints = arm.skeleton.num_joints
+        self.joint_names = check_joint_names(list(joint_names), num_joints)
+        step = arm.dt if check_non_negative("dt", dt) == 0.0 else float(dt)
+        self.engine = ArmEngine(arm.skeleton, step, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
+        self._q0 = self.engine.q.copy()
+        self._dq0 = self.engine.dq.copy()
+        self.num_joints = num_joints
+        self.command_timeout = check_positive("command_timeout", command_timeout)
+        self.effort_limits = check_effort_limits(effort_limits, num_joints)
+        self.wrench_tolerance = check_non_negative("wrench_tolerance", wrench_tolerance, "N or N*m")
+        self.rejected: Counter[str] = Counter()
+        self.paused = False
+        self.halted = ""
+        self.steps = 0
+        self.effort = np.zeros(num_joints)
+        self._zero = np.zeros(num_joints)
+        self._command: NDArray[np.float64] | None = None
+        self._command_time = -math.inf
+        self._commanding = False
+        self._lapsed_once = False
+        self.force = np.zeros(2)
+
+    # -- time ------------------------------------------------------------------------------------
+
+    @property
+    def dt(self) -> float:
+        """Integration step (seconds)."""
+        return self.engine.dt
+
+    @property
+    def t(self) -> float:
+        """Simulated time (seconds) of the present state."""
+        return self.engine.t
+
+    def stamp(self) -> tuple[int, int]:
+        """``(sec, nanosec)`` of the present state, as published."""
+        return seconds_to_stamp(self.engine.t)
+
+    def stamp_ns(self) -> int:
+        """Stamp of the present state in integer nanoseconds."""
+        return stamp_nanoseconds(self.engine.t)
+
+    def tip(self) -> NDArray[np.float64]:
+        """Tip position ``(x, y)`` in ``base`` (m) at the present state."""
+        return self.engine.endpoint(self.engine.q)
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def _checked(self, kind: str, check: Callable[[], NDArray[np.float64]]) -> NDArray[np.float64]:
+        try:
+            return check()
+        except Rejected:
+            self.rejected[kind] += 1
+            raise
+
+    def command_from_array(self, values: Sequence[float]) -> NDArray[np.float64]:
+        """Check a ``Float64MultiArray`` command (values in ``joint_names`` order).
+
+        Raises
+        ------
+        Rejected
+            On a wrong count or a non-finite value; the rejection is counted.
+        """
+        return self._checked(COMMAND, lambda: effort_array(values, self.num_joints, "effort command"))
+
+    def command_from_joint_state(self, names: Sequence[str], efforts: Sequence[float]) -> NDArray[np.float64]:
+        """Check a ``joint_commands`` message's ``name`` and ``effort`` fields.
+
+        Raises
+        ------
+        Rejected
+            On unknown, repeated or missing joints, mismatched lengths or non-finite values.
+        """
+        return self._checked(
+            COMMAND, lambda: by_name(names, efforts, self.joint_names, "effort", "joint_commands message")
+        )
+
+    def wrench_force(self, frame_id: str, force: Sequence[float], torque: Sequence[float]) -> NDArray[np.float64]:
+        """Check a ``tip_wrench`` message and return its planar force ``(fx, fy)``.
+
+        Raises
+        ------
+        Rejected
+            On another frame, non-finite values or out-of-plane parts beyond ``wrench_tolerance``.
+        """
+        return self._checked(WRENCH, lambda: planar_force(frame_id, force, torque, self.wrench_tolerance))
+
+    def hold_command(self, tau: NDArray[np.float64], now: float) -> str | None:
+        """Hold a checked command, received at ``now`` (seconds, the node's clock).
+
+        Returns
+        -------
+        str | None
+            :data:`RESUMED` when commands come back after having lapsed, else ``None``.
+        """
+        self._command = tau
+        self._command_time = now
+        if not self._commanding:
+            self._commanding = True
+            return RESUMED if self._lapsed_once else None
+        return None
+
+    def hold_force(self, force: NDArray[np.float64]) -> None:
+        """Hold a checked tip force until the next one replaces it."""
+        self.force = force
+
+    def held_command(self, now: float) -> tuple[NDArray[np.float64], str | None]:
+        """Return the command to apply at ``now``: the newest, or zero once it is older than ``command_timeout``.
+
+        Returns
+        -------
+        tuple[NDArray[np.float64], str | None]
+            The torque (before clamping) and :data:`LAPSED` the first time the held
+            command times out (``None`` otherwise).
+        """
+        if self._command is None:
+            return self._zero, None
+        if now - self._command_time > self.command_timeout:
+            if self._commanding:
+                self._commanding = False
+                self._lapsed_once = True
+                return self._zero, LAPSED
+            return self._zero, None
+        return self._command, None
+
+    def clamp(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Clamp a torque to ``effort_limits`` (unchanged when there are none)."""
+        if self.effort_limits is None:
+            return tau
+        return np.clip(tau, -self.effort_limits, self.effort_limits)
+
+    # -- stepping --------------------------------------------------------------------------------
+
+    def advance(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> bool:
+        """Step once under ``tau`` (clamped here) and ``force``, unless paused or halted.
+
+        Parameters
+        ----------
+        tau : NDArray[np.float64]
+            Joint torques (N*m), before clamping.
+        force : NDArray[np.float64] | None, optional
+            Tip force ``(fx, fy)`` (N); ``None`` takes the held force.
+
+        Returns
+        -------
+        bool
+            Whether a step was made. When the state would become non-finite no step
+            is made, :attr:`halted` says why, and later calls do nothing until :meth:`reset`.
+        """
+        if self.paused or self.halted:
+            return False
+        applied = self.clamp(tau)
+        try:
+            self.engine.step(applied, self.force if force is None else force)
+        except NonFiniteStateError as error:
+            self.halted = f"{error}; integration stopped, call simulator/reset to start again"
+            return False
+        self.effort = applied
+        self.steps += 1
+        return True
+
+    def reset(self) -> None:
+        """Go back to the initial state; time restarts at 0 and the effort is zero again."""
+        self.engine.set_state(self._q0, self._dq0, 0.0)
+        self.effort = self._zero
+        self.steps = 0
+        self.halted = ""
+
+
+class LockstepPairing:
+    """Pairs the command (and, optionally, the tip force) with the step they answer.
+
+    Parameters
+    ----------
+    wait_for_wrench : bool
+        Also wait for the ``tip_wrench`` stamped with the step's time.
+    rejected : collections.Counter[str]
+        Where stale messages are counted (the simulation's counter).
+    """
+
+    def __init__(self, wait_for_wrench: bool, rejected: Counter[str]) -> None:
+        """Start with nothing expected."""
+        self.wait_for_wrench = wait_for_wrench
+        self.rejected = rejected
+        self.expected: int | None = None
+        self.command: NDArray[np.float64] | None = None
+        self.force: NDArray[np.float64] | None = None
+
+    def expect(self, stamp_ns: int) -> None:
+        """Wait for the messages stamped ``stamp_ns`` (a new step); earlier arrivals are dropped."""
+        self.expected = stamp_ns
+        self.command = None
+        self.force = None
+
+    def offer_command(self, stamp_ns: int, tau: NDArray[np.float64]) -> bool:
+        """Take the command if it is stamped with the expected step, else count it as stale.
+
+        Returns
+        -------
+        bool
+            Whether the command was taken.
+        """
+        if stamp_ns != self.expected:
+            self.rejected[STALE_COMMAND] += 1
+            return False
+        self.command = tau
+        return True
+
+    def offer_force(self, stamp_ns: int, force: NDArray[np.float64]) -> bool:
+        """Take the tip force if it is stamped with the expected step, else count it as stale.
+
+        Returns
+        -------
+        bool
+            Whether the force was taken.
+        """
+        if stamp_ns != self.expected:
+            self.rejected[STALE_WRENCH] += 1
+            return False
+        self.force = force
+        return True
+
+    def take(self) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+        """Take the paired command and force (``None`` unless waiting for the wrench); nothing pairs after.
+
+        Raises
+        ------
+        RuntimeError
+            If the step is not :meth:`ready`.
+        """
+        if self.command is None or not self.ready():
+            msg = f"the lockstep step is still waiting for {self.missing()}"
+            raise RuntimeError(msg)
+        taken = self.command, self.force
+        self.expect(-1)
+        return taken
+
+    def ready(self) -> bool:
+        """Whether everything the step waits for has arrived."""
+        return self.command is not None and (self.force is not None or not self.wait_for_wrench)
+
+    def missing(self) -> list[str]:
+        """Return what the step is still waiting for, as topic names."""
+        missing = [] if self.command is not None else ["joint_commands"]
+        if self.wait_for_wrench and self.force is None:
+            missing.append("tip_wrench")
+        return missing
