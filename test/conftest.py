@@ -48,3 +48,24 @@ def shared_scenarios() -> Path:
     if not SCENARIOS.is_dir():
         pytest.skip(f"the shared scenarios are not at {SCENARIOS} (set SKELARM_ROS_SHARED_DATA)")
     return SCENARIOS
+
+
+def random_arm(rng, num_links: int, *, base: bool = True):
+    """A random skelarm arm read through ``Skeleton.from_config`` (degrees, as a TOML file gives them)."""
+    import skelarm
+
+    links = []
+    for _ in range(num_links):
+        low = float(rng.uniform(-170.0, 0.0))
+        links.append(
+            {
+                "length": float(rng.uniform(0.05, 1.0)),
+                "mass": float(rng.uniform(0.1, 3.0)),
+                "inertia": float(rng.uniform(0.0, 0.2)),
+                "com": [float(rng.uniform(-0.1, 0.6)), float(rng.uniform(-0.1, 0.1))],
+                "limits": [low, float(rng.uniform(low + 1.0, 175.0))],
+            }
+        )
+    q0 = [float(rng.uniform(link["limits"][0], link["limits"][1])) for link in links]
+    base_length = float(rng.uniform(0.0, 0.4)) if base else 0.0
+    return skelarm.Skeleton.from_config({"skeleton": {"base_length": base_length, "link": links}, "initial": {"q": q0}})

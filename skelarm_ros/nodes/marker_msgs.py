@@ -1,0 +1,135 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""``visualization_msgs/MarkerArray`` messages from the plain marker shapes of :mod:`skelarm_ros.markers`.
+
+Intended use, in a node that owns the arm's state (the simulator)::
+
+    arm = ArmGeometry.from_skeleton(setup.skeleton)  # once
+    trail = TipTrail(max_points=500)  # once; trail.clear() on reset
+    # in a timer at ~30 Hz (never every integration step):
+    trail.append(engine.endpoint(engine.q))
+    publisher.publish(arm_markers(arm, engine.q, stamp, trail=trail, force=force, target=target))
+
+Every array carries the same namespaces; a marker with nothing to show is sent
+as ``DELETE`` so rviz drops what it showed before. All markers are in ``base``
+with an identity pose, so rviz shows them with ``base`` as fixed frame and no TF.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from geometry_msgs.msg import Point
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from skelarm_ros.conversions import BASE_FRAME
+from skelarm_ros.markers import MarkerKind, scene
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from builtin_interfaces.msg import Time
+    from numpy.typing import ArrayLike
+
+    from skelarm_ros.markers import RGBA, ArmGeometry, MarkerShape, MarkerStyle, TipTrail
+
+_TYPES = {
+    MarkerKind.LINE_STRIP: Marker.LINE_STRIP,
+    MarkerKind.SPHERE_LIST: Marker.SPHERE_LIST,
+    MarkerKind.SPHERE: Marker.SPHERE,
+    MarkerKind.ARROW: Marker.ARROW,
+}
+
+
+def to_marker(shape: MarkerShape, stamp: Time, frame_id: str = BASE_FRAME) -> Marker:
+    """Build one ``Marker`` from a :class:`~skelarm_ros.markers.MarkerShape`.
+
+    A :attr:`~skelarm_ros.markers.MarkerKind.SPHERE` is placed by its pose (at the
+    shape's first point); every other kind carries its points. A hidden shape
+    becomes a ``DELETE`` for its namespace and id.
+    """
+    marker = Marker()
+    marker.header.stamp = stamp
+    marker.header.frame_id = frame_id
+    marker.ns = shape.namespace
+    marker.id = shape.id
+    marker.type = _TYPES[shape.kind]
+    marker.pose.orientation.w = 1.0
+    if not shape.visible:
+        marker.action = Marker.DELETE
+        return marker
+    marker.action = Marker.ADD
+    marker.scale.x, marker.scale.y, marker.scale.z = shape.scale
+    marker.color = ColorRGBA(r=shape.color[0], g=shape.color[1], b=shape.color[2], a=shape.color[3])
+    if shape.kind is MarkerKind.SPHERE:
+        marker.pose.position.x, marker.pose.position.y = (float(value) for value in shape.points[0])
+    else:
+        marker.points = [Point(x=x, y=y) for x, y in shape.points.tolist()]
+    return marker
+
+
+def marker_array(shapes: Iterable[MarkerShape], stamp: Time, frame_id: str = BASE_FRAME) -> MarkerArray:
+    """Build a ``MarkerArray`` of the shapes, all stamped ``stamp`` in ``frame_id``."""
+    return MarkerArray(markers=[to_marker(shape, stamp, frame_id) for shape in shapes])
+
+
+def arm_markers(
+    arm: ArmGeometry,
+    q: ArrayLike,
+    stamp: Time,
+    *,
+    trail: TipTrail | None = None,
+    force: ArrayLike | None = None,
+    target: ArrayLike | None = None,
+    tolerance: float | None = None,
+    equilibrium: ArrayLike | None = None,
+    style: MarkerStyle | None = None,
+    target_color: RGBA | None = None,
+    frame_id: str = BASE_FRAME,
+) -> MarkerArray:
+    """Build the arm's whole marker scene for the ``markers`` topic.
+
+    Parameters
+    ----------
+    arm : ArmGeometry
+        The arm's lengths, made once with :meth:`ArmGeometry.from_skeleton`.
+    q : ArrayLike
+        Joint angles (rad), one per joint.
+    stamp : Time
+        The stamp of the state drawn (``builtin_interfaces/Time``, simulated time).
+    trail : TipTrail | None, optional
+        The tip's recent path; the caller appends the tip before calling.
+    force : ArrayLike | None, optional
+        External tip force ``(fx, fy)`` in ``base`` (N); ``None`` or zero draws no arrow.
+    target : ArrayLike | None, optional
+        Reaching goal ``(x, y)``; ``None``: none.
+    tolerance : float | None, optional
+        The target's success radius (m); ``None``: no ring.
+    equilibrium : ArrayLike | None, optional
+        The controller's equilibrium or reference point ``(x, y)``; ``None``: none.
+    style : MarkerStyle | None, optional
+        Sizes and colours.
+    target_color : RGBA | None, optional
+        The target's colour (e.g. ``color_rgba(task.color)``).
+    frame_id : str, optional
+        The plane's frame (default ``base``).
+
+    Returns
+    -------
+    MarkerArray
+        Eight markers, namespaces as :func:`skelarm_ros.markers.scene` lists them.
+    """
+    shapes = scene(
+        arm,
+        q,
+        trail=trail,
+        force=force,
+        target=target,
+        tolerance=tolerance,
+        equilibrium=equilibrium,
+        style=style,
+        target_color=target_color,
+    )
+    return marker_array(shapes, stamp, frame_id)
