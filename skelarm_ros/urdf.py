@@ -65,7 +65,8 @@ def skeleton_to_urdf(
     joint_names : Sequence[str]
         One name per joint.
     effort_limits : Sequence[float] | None, optional
-        Per-joint effort limits (N*m); ``None`` writes :data:`DEFAULT_EFFORT_LIMIT`.
+        Per-joint effort limits (N*m); ``None`` or an infinite limit writes
+        :data:`DEFAULT_EFFORT_LIMIT`.
     name : str, optional
         The robot's name.
 
@@ -73,9 +74,24 @@ def skeleton_to_urdf(
     -------
     str
         The URDF document.
+
+    Raises
+    ------
+    ValueError
+        If the joint names or effort limits are not one per joint, or an effort
+        limit is not positive.
     """
     links = link_names(skeleton.num_joints)
+    if len(joint_names) != skeleton.num_joints:
+        msg = f"got {len(joint_names)} joint names for an arm of {skeleton.num_joints} joints; give one name per joint"
+        raise ValueError(msg)
     efforts = list(effort_limits) if effort_limits is not None else [DEFAULT_EFFORT_LIMIT] * skeleton.num_joints
+    if len(efforts) != skeleton.num_joints:
+        msg = f"got {len(efforts)} effort limits for an arm of {skeleton.num_joints} joints; give one per joint"
+        raise ValueError(msg)
+    if not all(effort > 0.0 for effort in efforts):  # also rejects NaN
+        msg = f"effort limits must be positive (N*m; inf for none), got {efforts}"
+        raise ValueError(msg)
     parts = [f'<?xml version="1.0"?>\n<robot name={quoteattr(name)}>\n']
     parts.append(f'  <link name="{BASE_FRAME}">\n')
     if skeleton.base_length > 0.0:
