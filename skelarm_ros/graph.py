@@ -1,0 +1,376 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The one description of the simulated-arm graph that both launchers start.
+
+:func:`describe` turns launch arguments (``name:=value`` strings, as ``ros2 launch``
+and ``skelarm-ros launch`` take them) into a list of :class:`NodeSpec`: which
+executable of which package to start, under which name and namespace, with which
+parameters, remappings and command-line arguments. ``launch/sim.launch.py`` turns
+the specs into ``launch_ros`` ``Node`` actions; :mod:`skelarm_ros.launcher` starts
+them as processes. Both therefore start the same nodes with the same parameters.
+
+:data:`ARGUMENTS` is the table of launch arguments, each with its default and a
+description. Values are checked here, once, with one sentence per problem.
+
+This module imports neither rclpy nor launch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skelarm_ros.conversions import BASE_FRAME, default_joint_names
+from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
+from skelarm_ros.urdf import skeleton_to_urdf
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from skelarm import Skeleton
+
+PACKAGE = "skelarm_ros"
+RVIZ_CONFIG = Path("config") / "skelarm.rviz"
+
+ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+
+class GraphError(ValueError):
+    """A launch argument that cannot be used; the message names it and what would be right."""
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    """One launch argument: its name, default and what it does.
+
+    Attributes
+    ----------
+    name : str
+        The argument's name (``name:=value`` on the command line).
+    default : str
+        The value used when the argument is not given.
+    description : str
+        One sentence for ``--show-args`` and the docs.
+    choices : tuple[str, ...]
+        The allowed values, or empty when any value of the right kind goes.
+    """
+
+    name: str
+    default: str
+    description: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph, as both launchers start it.
+
+    Attributes
+    ----------
+    package : str
+        The ROS package holding the executable.
+    executable : str
+        The executable (``ros2 run <package> <executable>``).
+    name : str
+        The node's name.
+    namespace : str
+        The node's namespace, relative (``arm1``), or empty for the root.
+    parameters : dict[str, ParameterValue]
+        Parameter values, by name.
+    remappings : tuple[tuple[str, str], ...]
+        ``(from, to)`` topic remappings.
+    arguments : tuple[str, ...]
+        Command-line arguments before ``--ros-args``.
+    optional : bool
+        Whether a launcher reports a missing executable and goes on without the node
+        (rviz and robot_state_publisher, which need a ROS 2 installation).
+    ends_graph : bool
+        Whether the whole graph stops when this node exits (the simulator with a
+        duration).
+    """
+
+    package: str
+    executable: str
+    name: str
+    namespace: str = ""
+    parameters: dict[str, ParameterValue] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    arguments: tuple[str, ...] = ()
+    optional: bool = False
+    ends_graph: bool = False
+
+
+BOOLEAN = ("true", "false")
+MODES = ("realtime", "lockstep")
+HARDWARE = ("sim", "none")
+
+ARGUMENTS: dict[str, LaunchArgument] = {
+    argument.name: argument
+    for argument in (
+        LaunchArgument(
+            "scenario",
+            "reach",
+            "skelarm scenario TOML for the whole graph: a path or a bundled scenario's name",
+        ),
+        LaunchArgument(
+            "mode",
+            "realtime",
+            "simulator mode: realtime (timer at the scenario's step) or lockstep (deterministic, as fast as it goes)",
+            MODES,
+        ),
+        LaunchArgument(
+            "duration",
+            "0.0",
+            "simulated seconds after which the simulator stops and the graph ends; 0 runs until stopped",
+        ),
+        LaunchArgument(
+            "namespace",
+            "",
+            "namespace every node and topic goes under (arm1), so several arms run side by side",
+        ),
+        LaunchArgument(
+            "hardware",
+            "sim",
+            "sim starts the simulator; none leaves it out for a real arm's driver "
+            "that publishes joint_states and takes the effort commands",
+            HARDWARE,
+        ),
+        LaunchArgument("controller", "true", "start the controller of the scenario's [controller] table", BOOLEAN),
+        LaunchArgument(
+            "force_source",
+            "",
+            "recorded tip force to replay on tip_wrench (.sklog.npz, .csv or a bag); empty for none",
+        ),
+        LaunchArgument(
+            "force_topic",
+            "",
+            "the WrenchStamped topic to read when force_source is a bag",
+        ),
+        LaunchArgument("record", "", "bag path to record the arm's topics to; empty for no recording"),
+        LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
+        LaunchArgument(
+            "rviz",
+            "false",
+            "start robot_state_publisher and rviz2 with config/skelarm.rviz, when they are installed",
+            BOOLEAN,
+        ),
+    )
+}
+
+# A ROS name token: a letter or underscore, then letters, digits and underscores.
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def resolve_arguments(arguments: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Check argument names and fill in the defaults.
+
+    Parameters
+    ----------
+    arguments : Mapping[str, str] | None, optional
+        Given values by argument name.
+
+    Returns
+    -------
+    dict[str, str]
+        Every argument of :data:`ARGUMENTS`, given or default.
+
+    Raises
+    ------
+    GraphError
+        If a name is not a launch argument or a value is not one of its choices.
+    """
+    given = dict(arguments or {})
+    unknown = sorted(set(given) - set(ARGUMENTS))
+    if unknown:
+        msg = f"unknown launch argument '{unknown[0]}'; the arguments are {', '.join(ARGUMENTS)}"
+        raise GraphError(msg)
+    values = {name: str(given.get(name, argument.default)) for name, argument in ARGUMENTS.items()}
+    for name, argument in ARGUMENTS.items():
+        if argument.choices and values[name].lower() not in argument.choices:
+            msg = f"{name} '{values[name]}' is not one of {', '.join(argument.choices)}"
+            raise GraphError(msg)
+    return values
+
+
+def _flag(values: Mapping[str, str], name: str) -> bool:
+    return values[name].lower() == "true"
+
+
+def _duration(text: str) -> float:
+    try:
+        duration = float(text)
+    except ValueError:
+        duration = math.nan
+    if not (math.isfinite(duration) and duration >= 0.0):
+        msg = f"duration '{text}' must be zero (run until stopped) or a positive number of simulated seconds"
+        raise GraphError(msg)
+    return duration
+
+
+def normalize_namespace(text: str) -> str:
+    """Return a namespace argument as a relative ROS namespace (``/arm1/`` -> ``arm1``).
+
+    Raises
+    ------
+    GraphError
+        If a part of it is not a valid ROS name (letters, digits, underscores, not
+        starting with a digit).
+    """
+    parts = [part for part in text.strip().split("/") if part]
+    for part in parts:
+        if not _TOKEN.fullmatch(part):
+            msg = (
+                f"namespace '{text}' is not a ROS namespace; use names of letters, digits and "
+                "underscores that do not start with a digit, separated by '/' (arm1, lab/arm1)"
+            )
+            raise GraphError(msg)
+    return "/".join(parts)
+
+
+def _existing_path(text: str, argument: str, what: str) -> str:
+    path = Path(text).expanduser()
+    if not path.exists():
+        msg = f"{argument} '{text}' does not exist; give the path of {what}"
+        raise GraphError(msg)
+    return str(path.resolve())
+
+
+def rviz_config() -> Path:
+    """Return the path of the rviz configuration the graph opens (``config/skelarm.rviz``)."""
+    return share_directory() / RVIZ_CONFIG
+
+
+def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
+    """Describe the graph that the launch arguments ask for.
+
+    Parameters
+    ----------
+    arguments : Mapping[str, str] | None, optional
+        Launch argument values by name (strings, as given on a command line); the
+        others take their defaults from :data:`ARGUMENTS`.
+
+    Returns
+    -------
+    list[NodeSpec]
+        The nodes to start, in start order: simulator, controller, force replay,
+        recorder, robot_state_publisher, rviz2 (each only when asked for).
+
+    Raises
+    ------
+    GraphError
+        With one sentence naming the argument and what would be right, also when the
+        scenario cannot be read or cannot run the controller.
+    """
+    values = resolve_arguments(arguments)
+    mode = values["mode"].lower()
+    simulate = values["hardware"].lower() == "sim"
+    use_sim_time = _flag(values, "use_sim_time")
+    duration = _duration(values["duration"])
+    namespace = normalize_namespace(values["namespace"])
+    lockstep = mode == "lockstep"
+    if not simulate and lockstep:
+        msg = "mode 'lockstep' needs hardware:=sim; a real arm's driver runs in realtime"
+        raise GraphError(msg)
+    if not simulate and duration > 0.0:
+        msg = "duration needs hardware:=sim; without the simulator nothing ends the run (stop it with Ctrl-C)"
+        raise GraphError(msg)
+    try:
+        scenario = resolve_scenario(values["scenario"])
+        arm = load_arm(scenario)
+    except ValueError as error:
+        raise GraphError(str(error)) from None
+    if _flag(values, "controller") and not arm.has_controller:
+        msg = (
+            f"scenario '{scenario}' has no [task] and [controller] tables, so controller:=true has nothing to run; "
+            "pass a full scenario or controller:=false"
+        )
+        raise GraphError(msg)
+    scenario_path = str(scenario.resolve())
+    force_source = values["force_source"]
+    replay = force_source != ""
+    if replay:
+        force_source = _existing_path(force_source, "force_source", "a .sklog.npz log, a .csv file or a bag")
+    command_interface = "joint_commands" if lockstep else "commands"
+
+    def node(executable: str, parameters: dict[str, ParameterValue], *, ends_graph: bool = False) -> NodeSpec:
+        return NodeSpec(
+            package=PACKAGE,
+            executable=executable,
+            name=executable,
+            namespace=namespace,
+            parameters={**parameters, "use_sim_time": use_sim_time},
+            ends_graph=ends_graph,
+        )
+
+    specs: list[NodeSpec] = []
+    if simulate:
+        specs.append(
+            node(
+                "simulator",
+                {
+                    "scenario": scenario_path,
+                    "mode": mode,
+                    "duration": duration,
+                    "command_interface": command_interface,
+                    "publish_clock": True,
+                    "wait_for_wrench": lockstep and replay,
+                },
+                ends_graph=duration > 0.0,
+            )
+        )
+    if _flag(values, "controller"):
+        specs.append(node("controller", {"scenario": scenario_path, "command_interface": command_interface}))
+    if replay:
+        replay_parameters: dict[str, ParameterValue] = {
+            "source": force_source,
+            "mode": "stepped" if lockstep else "hold",
+        }
+        if values["force_topic"]:
+            replay_parameters["topic"] = values["force_topic"]
+        specs.append(node("force_replay", replay_parameters))
+    if values["record"]:
+        topics = ["joint_states", command_interface, "tip_wrench", "tip", "target"]
+        if command_interface == "commands":
+            topics[1] = "effort_controller/commands"
+        specs.append(node("recorder", {"output": str(Path(values["record"]).expanduser().resolve()), "topics": topics}))
+    if _flag(values, "rviz"):
+        specs.extend(_visualisation(arm.skeleton, namespace, use_sim_time, remap_description=simulate))
+    return specs
+
+
+def _visualisation(
+    skeleton: Skeleton, namespace: str, use_sim_time: bool, *, remap_description: bool
+) -> list[NodeSpec]:
+    """robot_state_publisher (TF from joint_states) and rviz2 with the package's configuration."""
+    prefix = f"{namespace}/" if namespace else ""
+    urdf = skeleton_to_urdf(skeleton, default_joint_names(skeleton.num_joints))
+    # The simulator publishes robot_description itself; robot_state_publisher's copy goes aside.
+    remappings = (("robot_description", "robot_state_publisher/robot_description"),) if remap_description else ()
+    arguments = ["-f", prefix + BASE_FRAME]
+    config = rviz_config()
+    if config.is_file():
+        arguments[:0] = ["-d", str(config)]
+    return [
+        NodeSpec(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            name="robot_state_publisher",
+            namespace=namespace,
+            parameters={"robot_description": urdf, "frame_prefix": prefix, "use_sim_time": use_sim_time},
+            remappings=remappings,
+            optional=True,
+        ),
+        NodeSpec(
+            package="rviz2",
+            executable="rviz2",
+            name="rviz2",
+            namespace=namespace,
+            parameters={"use_sim_time": use_sim_time},
+            arguments=tuple(arguments),
+            optional=True,
+        ),
+    ]
