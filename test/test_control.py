@@ -1,0 +1,372 @@
+"""The control core: fast model twins, the control loop's time line, targets, plugins."""
+
+from __future__ import annotations
+
+import copy
+import importlib.metadata
+import warnings
+
+import numpy as np
+import pytest
+import skelarm
+import skelarm.scenario
+from conftest import full_scenarios, reference_run
+from skelarm.control import JointPD
+
+from skelarm_ros import control
+from skelarm_ros.control import (
+    ControlLoop,
+    FastComputedTorque,
+    FastInverseDynamicsPD,
+    FastJointSpaceMPC,
+    build_control_loop,
+    channel_columns,
+    has_fast_model,
+    with_fast_model,
+)
+from skelarm_ros.conversions import NANOSECONDS, Rejected, seconds_to_stamp
+from skelarm_ros.engine import ArmEngine, run_controlled, sync_skeleton
+from skelarm_ros.scenario import ScenarioError, load_scenario, resolve_scenario
+
+TOLERANCE = 1e-9
+
+
+def _quiet_load(name: str) -> skelarm.Scenario:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_scenario(name)
+
+
+def _build(scenario: skelarm.Scenario, params: dict) -> skelarm.Controller:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return skelarm.build_controller(params, skeleton=scenario.skeleton, task=scenario.task, dt=0.002)
+
+
+@pytest.fixture(params=["reach", "reach_four_dof_robot"])
+def arm_scenario(request) -> skelarm.Scenario:
+    return _quiet_load(request.param)
+
+
+# -- fast twins ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["computed_torque", "inverse_dynamics_pd"])
+def test_fast_twin_equals_skelarm_on_random_states(arm_scenario, kind):
+    slow = _build(arm_scenario, {"type": kind, "kp": 120.0, "kd": 17.0})
+    fast = with_fast_model(copy.deepcopy(slow), arm_scenario.skeleton, 0.002)
+    assert type(fast) in (FastComputedTorque, FastInverseDynamicsPD)
+    assert fast.reference is not None and np.array_equal(fast.kp, slow.kp)
+    rng = np.random.default_rng(7)
+    skeleton = arm_scenario.skeleton.clone()
+    n = skeleton.num_joints
+    for _ in range(40):
+        sync_skeleton(skeleton, rng.uniform(-2.0, 2.0, n), rng.uniform(-3.0, 3.0, n))
+        t = float(rng.uniform(0.0, 2.5))
+        expected = slow.control(t, skeleton)
+        got = fast.control(t, skeleton)
+        np.testing.assert_allclose(got, expected, rtol=0.0, atol=1e-10)
+        for name, value in slow.log_channels().items():
+            np.testing.assert_array_equal(fast.log_channels()[name], value)
+
+
+def test_fast_mpc_prediction_and_cost_equal_skelarm(arm_scenario):
+    slow = _build(arm_scenario, {"type": "mpc", "horizon": 3})
+    fast = with_fast_model(copy.deepcopy(slow), arm_scenario.skeleton, 0.002)
+    assert isinstance(fast, FastJointSpaceMPC)
+    skeleton = arm_scenario.skeleton.clone()
+    slow.reset(skeleton)
+    fast.reset(skeleton)
+    rng = np.random.default_rng(3)
+    n = skeleton.num_joints
+    for _ in range(20):
+        q, dq, tau = rng.uniform(-2.0, 2.0, n), rng.uniform(-3.0, 3.0, n), rng.uniform(-5.0, 5.0, n)
+        np.testing.assert_allclose(fast._predict(q, dq, tau), slow._predict(q, dq, tau), rtol=0.0, atol=1e-10)
+        plan = rng.uniform(-5.0, 5.0, 3 * n)
+        q_ref, dq_ref = rng.uniform(-1.0, 1.0, (4, n)), rng.uniform(-1.0, 1.0, (4, n))
+        expected = slow._rollout_cost(plan, q, dq, q_ref, dq_ref)
+        assert fast._rollout_cost(plan, q, dq, q_ref, dq_ref) == pytest.approx(expected, rel=1e-10, abs=1e-10)
+
+
+def test_only_skelarms_own_model_based_types_get_a_twin(arm_scenario):
+    class MyComputedTorque(skelarm.ComputedTorque):
+        pass
+
+    base = _build(arm_scenario, {"type": "computed_torque"})
+    mine = MyComputedTorque(base.reference, kp=1.0, kd=1.0)
+    assert has_fast_model(base)
+    assert not has_fast_model(mine)
+    assert with_fast_model(mine, arm_scenario.skeleton, 0.002) is mine
+    reaching = _build(arm_scenario, {"type": "virtual_spring_damper"})
+    assert with_fast_model(reaching, arm_scenario.skeleton, 0.002) is reaching
+
+
+def _scenario_params():
+    marks = {"periodic_curve_four_dof_robot": [pytest.mark.slow]}
+    return [pytest.param(path, id=path.stem, marks=marks.get(path.stem, [])) for path in full_scenarios()]
+
+
+@pytest.mark.parametrize("path", _scenario_params())
+def test_fast_model_run_equals_skelarm_reference(path, shared_scenarios):
+    scenario = _quiet_load(str(path))
+    controller = with_fast_model(scenario.controller, scenario.skeleton, scenario.simulator.dt)
+    engine = ArmEngine(scenario.skeleton, scenario.simulator.dt, enforce_limits=scenario.simulator.enforce_limits)
+    log = run_controlled(engine, scenario.skeleton.clone(), controller, duration=scenario.task.duration)
+    reference = reference_run(path)
+    assert log.times.shape == reference.times.shape
+    for channel in ("q", "dq", "tau"):
+        np.testing.assert_allclose(log.channel(channel), reference.channel(channel), rtol=0.0, atol=TOLERANCE)
+
+
+# -- the control loop -------------------------------------------------------------------------------
+
+
+def _drive(loop: ControlLoop, engine: ArmEngine, steps: int, *, names=None, origin_ns: int = 0):
+    """Run the loop against the engine as a lockstep simulator would; return (times, q, dq, tau)."""
+    names = names or loop.joint_names
+    rows = []
+    for _ in range(steps + 1):
+        sec, nanosec = seconds_to_stamp(engine.t)
+        out = loop.control(names, engine.q.tolist(), engine.dq.tolist(), origin_ns + sec * NANOSECONDS + nanosec)
+        rows.append((out.t, engine.q.copy(), engine.dq.copy(), out.torque))
+        engine.step(out.torque)
+    return rows
+
+
+@pytest.mark.parametrize("stem", ["reach", "multi_target", "periodic_curve"])
+def test_loop_on_stamped_states_reproduces_the_reference(stem, shared_scenarios):
+    path = shared_scenarios / f"{stem}.toml"
+    loop, problems = build_control_loop(path)
+    assert problems == []
+    scenario = _quiet_load(str(path))
+    engine = ArmEngine(scenario.skeleton, loop.dt, enforce_limits=scenario.simulator.enforce_limits)
+    reference = reference_run(path)
+    rows = _drive(loop, engine, len(reference.times) - 1)
+    np.testing.assert_array_equal([row[0] for row in rows], reference.times)
+    np.testing.assert_allclose([row[1] for row in rows], reference.channel("q"), rtol=0.0, atol=TOLERANCE)
+    np.testing.assert_allclose([row[3] for row in rows], reference.channel("tau"), rtol=0.0, atol=TOLERANCE)
+
+
+def test_loop_maps_joints_by_name_and_ignores_extra_ones():
+    loop, _ = build_control_loop("reach")
+    first = loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 0)
+    other, _ = build_control_loop("reach")
+    swapped = other.control(["gripper", "j2", "j1"], [9.0, 0.2, 0.1], [9.0, 0.0, 0.0], 0)
+    np.testing.assert_array_equal(first.torque, swapped.torque)
+    assert set(first.channels) == {"q_ref", "error"}
+
+
+@pytest.mark.parametrize(
+    ("names", "positions", "velocities", "words"),
+    [
+        (["j1"], [0.1], [0.0], "lacks joint"),
+        (["j1", "j2"], [0.1, float("nan")], [0.0, 0.0], "NaN"),
+        (["j1", "j2"], [0.1, 0.2], [0.0, float("inf")], "NaN or infinite velocity"),
+        (["j1", "j2"], [0.1, 0.2], [], "velocity values"),
+        (["j1", "j1"], [0.1, 0.2], [0.0, 0.0], "twice"),
+    ],
+)
+def test_loop_rejects_bad_states_and_counts_them(names, positions, velocities, words):
+    loop, _ = build_control_loop("reach")
+    with pytest.raises(Rejected, match=words):
+        loop.control(names, positions, velocities, 5)
+    assert loop.rejected == 1
+    assert loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 5).t == 0.0  # the loop carries on
+
+
+def test_duplicate_stamp_is_rejected():
+    loop, _ = build_control_loop("reach")
+    loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1000)
+    with pytest.raises(Rejected, match="repeats the previous stamp"):
+        loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1000)
+    assert loop.rejected == 1
+
+
+def test_time_reversal_reset_restarts_the_time_line():
+    loop, _ = build_control_loop("reach")
+    scenario = _quiet_load("reach")
+    engine = ArmEngine(scenario.skeleton, loop.dt)
+    first = _drive(loop, engine, 50)
+    engine = ArmEngine(scenario.skeleton, loop.dt)  # the simulator was reset: time starts at 0 again
+    again = _drive(loop, engine, 50)
+    assert loop.restarts == 1
+    assert again[0][0] == 0.0
+    np.testing.assert_allclose([row[3] for row in again], [row[3] for row in first], rtol=0.0, atol=1e-12)
+
+
+def test_time_reversal_reject_rejects_earlier_states():
+    loop, _ = build_control_loop("reach", time_reversal="reject")
+    loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 2_000_000)
+    with pytest.raises(Rejected, match="earlier than the previous"):
+        loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000)
+    assert loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 4_000_000).t == pytest.approx(0.002)
+    with pytest.raises(ValueError, match="time_reversal must be one of"):
+        loop.set_time_reversal("rewind")
+
+
+def test_time_off_the_step_grid_comes_from_the_stamp():
+    loop, _ = build_control_loop("reach")
+    loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 7 * NANOSECONDS)
+    assert loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 7 * NANOSECONDS + 3_100_000).t == pytest.approx(0.0031)
+
+
+def test_effort_limits_clamp_and_are_validated():
+    loop, _ = build_control_loop("reach", effort_limits=[0.5, 0.25])
+    scenario = _quiet_load("reach")
+    free, _ = build_control_loop("reach")
+    state = (["j1", "j2"], [-1.0, 2.5], [3.0, -3.0], 0)
+    unclamped = free.control(*state).torque
+    assert np.abs(unclamped).max() > 0.5
+    np.testing.assert_array_equal(loop.control(*state).torque, np.clip(unclamped, [-0.5, -0.25], [0.5, 0.25]))
+    with pytest.raises(ValueError, match="one positive bound per joint"):
+        loop.set_effort_limits([1.0])
+    with pytest.raises(ValueError, match="must all be positive"):
+        loop.set_effort_limits([1.0, float("nan")])
+    loop.set_effort_limits([])
+    assert loop.effort_limits is None
+    assert scenario.skeleton.num_joints == 2
+
+
+def test_channel_columns():
+    joints = ["a", "b"]
+    assert channel_columns("endpoint", [1.0, 2.0], joints) is None
+    assert channel_columns("q_ref", [1.0, 2.0], joints) == joints
+    assert channel_columns("stiffness", 3.0, joints) == ["stiffness"]
+    assert channel_columns("gains", [1.0, 2.0, 3.0], joints) == ["gains1", "gains2", "gains3"]
+
+
+# -- targets -----------------------------------------------------------------------------------------
+
+
+def _reach_until(loop: ControlLoop, engine: ArmEngine, target, seconds: float) -> float:
+    _drive(loop, engine, round(seconds / loop.dt), origin_ns=loop._last_stamp + 1 if loop._last_stamp else 0)
+    return float(np.linalg.norm(engine.endpoint(engine.q) - np.asarray(target)))
+
+
+def test_reaching_controller_follows_a_new_target(shared_scenarios):
+    path = shared_scenarios / "multi_target.toml"
+    loop, _ = build_control_loop(path)
+    scenario = _quiet_load(str(path))
+    engine = ArmEngine(scenario.skeleton, loop.dt)
+    target_a = scenario.task.target
+    assert _reach_until(loop, engine, target_a, 3.0) < 0.03
+    loop.set_target("base", 0.3, 1.2)
+    controller = loop.controller
+    assert _reach_until(loop, engine, [0.3, 1.2], 3.0) < 0.03
+    assert loop.controller is controller  # same controller, new target
+    np.testing.assert_array_equal(controller.target, [0.3, 1.2])
+    assert loop.restarts == 1
+
+
+def test_tracking_controller_replans_for_a_new_target():
+    loop, _ = build_control_loop("reach")
+    scenario = _quiet_load("reach")
+    engine = ArmEngine(scenario.skeleton, loop.dt)
+    _reach_until(loop, engine, scenario.task.target, 0.5)
+    new = np.array([0.9, 0.9])
+    loop.set_target("", *new)
+    error = _reach_until(loop, engine, new, scenario.task.duration + 0.2)
+    assert isinstance(loop.controller, FastComputedTorque)
+    assert error < 1e-3
+
+
+@pytest.mark.parametrize(
+    ("frame", "point", "words"),
+    [
+        ("world", (1.0, 1.0, 0.0), "frame 'world'"),
+        ("base", (float("nan"), 1.0, 0.0), "NaN"),
+        ("base", (1.0, 1.0, 0.5), "plane z=0"),
+    ],
+)
+def test_bad_targets_are_rejected(frame, point, words):
+    loop, _ = build_control_loop("reach")
+    with pytest.raises(Rejected, match=words):
+        loop.set_target(frame, *point)
+    assert loop.rejected == 1
+
+
+def test_task_without_a_point_target_rejects_targets(shared_scenarios):
+    loop, _ = build_control_loop(shared_scenarios / "periodic_curve.toml")
+    with pytest.raises(Rejected, match="no point target"):
+        loop.set_target("base", 1.0, 0.0)
+
+
+# -- building, plugins -----------------------------------------------------------------------------
+
+
+def _scenario_with_controller(tmp_path, table: str):
+    text = resolve_scenario("reach").read_text(encoding="utf-8")
+    head = text.split("[controller]")[0]
+    path = tmp_path / "scenario.toml"
+    path.write_text(head + "[controller]\n" + table, encoding="utf-8")
+    return path
+
+
+class _Hold(skelarm.Controller):
+    """A plugin controller: torque = -gain * q."""
+
+    def __init__(self, gain: float) -> None:
+        self.gain = gain
+
+    def control(self, t, skeleton):
+        return -self.gain * skeleton.q
+
+
+class _FakeEntryPoint:
+    def __init__(self, name, builder=None, error=None):
+        self.name, self.value, self._builder, self._error = name, f"fake_plugins:{name}", builder, error
+
+    def load(self):
+        if self._error is not None:
+            raise self._error
+        return self._builder
+
+
+@pytest.fixture
+def plugin_registry(monkeypatch):
+    monkeypatch.setattr(skelarm.scenario, "_BUILDERS", dict(skelarm.scenario._BUILDERS))
+    monkeypatch.setattr(control, "_PLUGIN_NAMES", set())
+
+    def install(*entries):
+        def fake_entry_points(*, group):
+            return list(entries) if group == control.PLUGIN_GROUP else []
+
+        monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
+
+    return install
+
+
+def test_plugin_controller_is_registered_and_built(tmp_path, plugin_registry):
+    plugin_registry(
+        _FakeEntryPoint("hold", lambda params, skeleton, task: _Hold(float(params["gain"]))),
+        _FakeEntryPoint("broken", error=ImportError("no module named fake_plugins")),
+        _FakeEntryPoint("joint_pd", lambda params, skeleton, task: _Hold(0.0)),
+    )
+    path = _scenario_with_controller(tmp_path, 'type = "hold"\ngain = 3.0\n')
+    loop, problems = build_control_loop(path)
+    assert "hold" in skelarm.controller_types()
+    assert len(problems) == 2
+    assert "'broken'" in problems[0] and "failed to load" in problems[0]
+    assert "replace skelarm's built-in type 'joint_pd'" in problems[1]
+    np.testing.assert_allclose(loop.control(["j1", "j2"], [0.5, -0.25], [0.0, 0.0], 0).torque, [-1.5, 0.75])
+    assert isinstance(_build(_quiet_load("reach"), {"type": "joint_pd"}), JointPD)  # the built-in stays
+
+
+def test_unknown_controller_type_names_the_known_ones(tmp_path, plugin_registry):
+    plugin_registry()
+    path = _scenario_with_controller(tmp_path, 'type = "hold"\n')
+    with pytest.raises(ScenarioError, match=r"unknown controller type 'hold'; choose from \[.*'computed_torque'"):
+        build_control_loop(path)
+
+
+def test_dt_parameter_rebuilds_with_that_step():
+    loop, _ = build_control_loop("reach", dt=0.001)
+    assert loop.dt == 0.001
+    assert loop.controller.engine.dt == 0.001
+    with pytest.raises(ValueError, match="dt must be 0"):
+        build_control_loop("reach", dt=-1.0)
+
+
+def test_fast_model_can_be_turned_off():
+    loop, _ = build_control_loop("reach", fast_model=False)
+    assert type(loop.controller) is skelarm.ComputedTorque
