@@ -21,6 +21,7 @@ from geometry_msgs.msg import PointStamped, WrenchStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -251,6 +252,13 @@ class SimulatorNode(Node):
             throttle_duration_sec=WARN_EVERY,
         )
 
+    def _stale(self, kind: str, topic: str, sec: int, nanosec: int) -> None:
+        self._loggers[kind].warning(
+            f"ignored a {topic} message stamped {sec}.{nanosec:09d} s while waiting for the one stamped "
+            f"{self._expected_text()} ({self.sim.rejected[kind]} stale so far)",
+            throttle_duration_sec=WARN_EVERY,
+        )
+
     def _hold(self, tau: np.ndarray) -> None:
         if self.sim.hold_command(tau, self.get_clock().now().nanoseconds * 1e-9) == RESUMED:
             self.get_logger().info("commands resumed; applying them again")
@@ -274,11 +282,7 @@ class SimulatorNode(Node):
             return
         stamp = msg.header.stamp
         if not self.pairing.offer_command(stamp_to_nanoseconds(stamp.sec, stamp.nanosec), tau):
-            self._loggers[STALE_COMMAND].warning(
-                f"ignored a joint_commands message stamped {stamp.sec}.{stamp.nanosec:09d} s while waiting for "
-                f"{self._expected_text()} ({self.sim.rejected[STALE_COMMAND]} stale so far)",
-                throttle_duration_sec=WARN_EVERY,
-            )
+            self._stale(STALE_COMMAND, "joint_commands", stamp.sec, stamp.nanosec)
             return
         self._try_step()
 
@@ -298,11 +302,7 @@ class SimulatorNode(Node):
             return
         stamp = msg.header.stamp
         if not self.pairing.offer_force(stamp_to_nanoseconds(stamp.sec, stamp.nanosec), force):
-            self._loggers[STALE_WRENCH].warning(
-                f"ignored a tip_wrench stamped {stamp.sec}.{stamp.nanosec:09d} s while waiting for "
-                f"{self._expected_text()} ({self.sim.rejected[STALE_WRENCH]} stale so far)",
-                throttle_duration_sec=WARN_EVERY,
-            )
+            self._stale(STALE_WRENCH, "tip_wrench", stamp.sec, stamp.nanosec)
             return
         self._try_step()
 
@@ -426,7 +426,7 @@ class SimulatorNode(Node):
 
     def _expected_text(self) -> str:
         expected = self.sim.stamp_ns()
-        return f"stamp {expected // 1_000_000_000}.{expected % 1_000_000_000:09d} s (step {self.sim.steps})"
+        return f"{expected // 1_000_000_000}.{expected % 1_000_000_000:09d} s (step {self.sim.steps})"
 
     def _watch(self) -> None:
         """Lockstep: start once a controller is there; fail when a step waits too long."""
@@ -478,6 +478,11 @@ def main(args: list[str] | None = None) -> int:
             node = SimulatorNode()
         except (ScenarioError, ValueError) as error:
             rclpy.logging.get_logger(NODE_NAME).error(str(error))
+            return 1
+        except ParameterException as error:
+            rclpy.logging.get_logger(NODE_NAME).error(
+                f"a parameter is not valid ({error}); see docs/simulator.md for the accepted values"
+            )
             return 1
         if node.lockstep:
             from rclpy.experimental import EventsExecutor

@@ -1,0 +1,369 @@
+"""The simulator node in-process: parameters, topics, services and both step loops, callbacks called directly."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import WrenchStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+
+from skelarm_ros.conversions import seconds_to_stamp
+from skelarm_ros.engine import ArmEngine
+from skelarm_ros.nodes.simulator import SimulatorNode, main
+from skelarm_ros.scenario import ScenarioError, load_arm
+from skelarm_ros.simulation import COMMAND, STALE_COMMAND, WRENCH
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def context() -> Iterator[rclpy.Context]:
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        yield ctx
+    finally:
+        rclpy.try_shutdown(context=ctx)
+
+
+class Recorded:
+    """A node whose publishers record instead of sending."""
+
+    def __init__(self, node: SimulatorNode) -> None:
+        self.node = node
+        self.states: list[JointState] = []
+        self.tips: list[Any] = []
+        self.clocks: list[Any] = []
+        node.state_pub.publish = lambda msg: self.states.append(_copy(msg))  # type: ignore[method-assign]
+        node.tip_pub.publish = lambda msg: self.tips.append((msg.header.stamp.sec, msg.point.x, msg.point.y))  # type: ignore[method-assign]
+        if node.clock_pub is not None:
+            node.clock_pub.publish = lambda msg: self.clocks.append((msg.clock.sec, msg.clock.nanosec))  # type: ignore[method-assign]
+
+
+def _copy(msg: JointState) -> JointState:
+    out = JointState(name=list(msg.name), position=list(msg.position), velocity=list(msg.velocity))
+    out.effort = list(msg.effort)
+    out.header.stamp.sec, out.header.stamp.nanosec = msg.header.stamp.sec, msg.header.stamp.nanosec
+    return out
+
+
+def make(context: rclpy.Context, **parameters: Any) -> SimulatorNode:
+    overrides = [Parameter(name, value=value) for name, value in parameters.items()]
+    return SimulatorNode(context=context, parameter_overrides=overrides)
+
+
+def offline_engine() -> ArmEngine:
+    arm = load_arm(None)
+    return ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
+
+
+def command(values: list[float]) -> Float64MultiArray:
+    return Float64MultiArray(data=values)
+
+
+def joint_command(names: list[str], efforts: list[float], stamp_ns: int = 0) -> JointState:
+    msg = JointState(name=names, effort=efforts)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    return msg
+
+
+def wrench(frame: str = "base", force: tuple[float, float, float] = (1.0, 0.0, 0.0), tz: float = 0.0) -> WrenchStamped:
+    msg = WrenchStamped()
+    msg.header.frame_id = frame
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = force
+    msg.wrench.torque.z = tz
+    return msg
+
+
+def test_parameters_have_descriptors_and_structural_ones_are_read_only(context: rclpy.Context) -> None:
+    node = make(context)
+    try:
+        read_only = {"scenario", "dt", "joint_names", "mode", "command_interface", "publish_clock"}
+        read_only |= {"real_time_factor", "duration", "wait_for_wrench"}
+        tunable = {"command_timeout", "effort_limits", "wrench_tolerance", "lockstep_timeout"}
+        for name in read_only | tunable:
+            descriptor = node.describe_parameter(name)
+            assert descriptor.description, name
+            assert descriptor.read_only == (name in read_only), name
+        result = node.set_parameters([Parameter("mode", value="lockstep")])[0]
+        assert not result.successful
+    finally:
+        node.destroy_node()
+
+
+def test_tunable_parameters_are_validated_and_applied_live(context: rclpy.Context) -> None:
+    node = make(context)
+    try:
+        bad = node.set_parameters([Parameter("command_timeout", value=0.0)])[0]
+        assert not bad.successful and "command_timeout must be a positive" in bad.reason
+        assert not node.set_parameters([Parameter("command_timeout", value=-1.0)])[0].successful
+        bad = node.set_parameters([Parameter("effort_limits", value=[1.0, 2.0, 3.0])])[0]
+        assert not bad.successful and "one limit per joint" in bad.reason
+        assert node.set_parameters([Parameter("command_timeout", value=0.25)])[0].successful
+        assert node.sim.command_timeout == 0.25
+        assert node.set_parameters([Parameter("effort_limits", value=[1.0, 2.0])])[0].successful
+        np.testing.assert_array_equal(node.sim.effort_limits, [1.0, 2.0])
+        assert node.set_parameters([Parameter("wrench_tolerance", value=0.5)])[0].successful
+        assert node.sim.wrench_tolerance == 0.5
+        assert node.set_parameters([Parameter("lockstep_timeout", value=2.0)])[0].successful
+        assert node.lockstep_timeout == 2.0
+    finally:
+        node.destroy_node()
+
+
+def test_lockstep_needs_joint_commands(context: rclpy.Context) -> None:
+    with pytest.raises(ValueError, match="set command_interface:=joint_commands"):
+        make(context, mode="lockstep")
+
+
+def test_bad_scenario_and_joint_names_raise_one_sentence(context: rclpy.Context, tmp_path) -> None:
+    with pytest.raises(ScenarioError, match="does not exist"):
+        make(context, scenario=str(tmp_path / "missing.toml"))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[skeleton\n")
+    with pytest.raises(ScenarioError, match="is not valid TOML"):
+        make(context, scenario=str(broken))
+    with pytest.raises(ValueError, match="joint_names has 3 names"):
+        make(context, joint_names=["a", "b", "c"])
+
+
+def test_main_exits_1_with_the_sentence_on_a_missing_scenario(capfd: pytest.CaptureFixture[str], tmp_path) -> None:
+    missing = tmp_path / "gone.toml"
+    assert main(["simulator", "--ros-args", "-p", f"scenario:={missing}"]) == 1
+    err = capfd.readouterr().err
+    assert f"scenario file '{missing}' does not exist" in err
+    assert "Traceback" not in err
+    assert main(["simulator", "--ros-args", "-p", "dt:=-1.0"]) == 1
+    err = capfd.readouterr().err
+    assert "a parameter is not valid" in err and "dt" in err and "Traceback" not in err
+
+
+def test_realtime_ticks_apply_the_held_command(context: rclpy.Context) -> None:
+    node = make(context, effort_limits=[1.0, 10.0])
+    out = Recorded(node)
+    try:
+        node.tick()  # the first tick publishes the initial state
+        assert len(out.states) == 1
+        first = out.states[0]
+        assert (first.header.stamp.sec, first.header.stamp.nanosec) == (0, 0)
+        assert list(first.effort) == [0.0, 0.0]
+        assert list(first.name) == ["j1", "j2"]
+        node._on_commands(command([5.0, -2.0]))
+        for _ in range(5):
+            node.tick()
+        engine = offline_engine()
+        for k, state in enumerate(out.states[1:], start=1):
+            engine.step(np.array([1.0, -2.0]))
+            assert list(state.position) == engine.q.tolist()
+            assert list(state.velocity) == engine.dq.tolist()
+            assert list(state.effort) == [1.0, -2.0]  # clamped to the effort limit
+            assert (state.header.stamp.sec, state.header.stamp.nanosec) == seconds_to_stamp(engine.t)
+            assert out.clocks[k] == seconds_to_stamp(engine.t)
+        tip = node.sim.tip()
+        assert out.tips[-1][1:] == (tip[0], tip[1])
+    finally:
+        node.destroy_node()
+
+
+def test_command_timeout_gives_zero_torque(context: rclpy.Context) -> None:
+    node = make(context, command_timeout=0.01)
+    out = Recorded(node)
+    try:
+        node.tick()
+        node._on_commands(command([1.0, 1.0]))
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and node.sim.held_command(node.get_clock().now().nanoseconds * 1e-9)[0][0]:
+            time.sleep(0.005)  # let the held command age past the 10 ms timeout
+        node.tick()
+        assert list(out.states[-1].effort) == [0.0, 0.0]
+        node._on_commands(command([1.0, 1.0]))
+        node.tick()
+        assert list(out.states[-1].effort) == [1.0, 1.0]
+    finally:
+        node.destroy_node()
+
+
+def test_rejected_messages_are_counted_and_not_applied(context: rclpy.Context) -> None:
+    node = make(context)
+    out = Recorded(node)
+    try:
+        node.tick()
+        node._on_commands(command([0.5, 0.5]))
+        node._on_commands(command([1.0]))
+        node._on_commands(command([math.nan, 1.0]))
+        node._on_commands(command([math.inf, 1.0]))
+        node._on_wrench(wrench(frame="tool"))
+        node._on_wrench(wrench(force=(1.0, 0.0, 3.0)))
+        node._on_wrench(wrench(tz=0.2))
+        assert node.sim.rejected[COMMAND] == 3
+        assert node.sim.rejected[WRENCH] == 3
+        node.tick()
+        assert list(out.states[-1].effort) == [0.5, 0.5]
+        np.testing.assert_array_equal(node.sim.force, [0.0, 0.0])
+        node._on_wrench(wrench(force=(2.0, 3.0, 0.0)))
+        np.testing.assert_array_equal(node.sim.force, [2.0, 3.0])
+    finally:
+        node.destroy_node()
+
+
+def test_joint_commands_by_name_and_unknown_names_rejected(context: rclpy.Context) -> None:
+    node = make(context, command_interface="joint_commands", joint_names=["shoulder", "elbow"])
+    out = Recorded(node)
+    try:
+        node.tick()
+        node._on_joint_commands(joint_command(["elbow", "shoulder"], [2.0, 1.0]))
+        node._on_joint_commands(joint_command(["elbow", "wrist"], [2.0, 1.0]))
+        assert node.sim.rejected[COMMAND] == 1
+        node.tick()
+        assert list(out.states[-1].name) == ["shoulder", "elbow"]
+        assert list(out.states[-1].effort) == [1.0, 2.0]
+    finally:
+        node.destroy_node()
+
+
+def test_pause_and_reset_services(context: rclpy.Context) -> None:
+    node = make(context)
+    out = Recorded(node)
+    try:
+        node.tick()
+        node._on_commands(command([1.0, 1.0]))
+        for _ in range(3):
+            node.tick()
+        paused = node._on_pause(SetBool.Request(data=True), SetBool.Response())
+        assert paused.success and "paused at stamp 0.006000000 s" in paused.message
+        count = len(out.states)
+        node.tick()
+        assert len(out.states) == count
+        resumed = node._on_pause(SetBool.Request(data=False), SetBool.Response())
+        assert resumed.success and "resumed" in resumed.message
+        node.tick()
+        assert node.sim.steps == 4
+        reset = node._on_reset(Trigger.Request(), Trigger.Response())
+        assert reset.success
+        last = out.states[-1]
+        assert (last.header.stamp.sec, last.header.stamp.nanosec) == (0, 0)
+        assert list(last.position) == offline_engine().q.tolist()
+        assert list(last.effort) == [0.0, 0.0]
+    finally:
+        node.destroy_node()
+
+
+def test_non_finite_state_stops_integrating_and_stays_up(context: rclpy.Context) -> None:
+    node = make(context)
+    out = Recorded(node)
+    try:
+        node.tick()
+        node._on_commands(command([1e308, 1e308]))
+        node.tick()
+        node.tick()
+        assert node.sim.halted
+        assert len(out.states) == 1
+        assert not node.finished.done()
+        node._on_reset(Trigger.Request(), Trigger.Response())
+        node._on_commands(command([0.0, 0.0]))
+        node.tick()
+        assert node.sim.steps == 1
+    finally:
+        node.destroy_node()
+
+
+def lockstep(context: rclpy.Context, **parameters: Any) -> tuple[SimulatorNode, Recorded]:
+    node = make(context, mode="lockstep", command_interface="joint_commands", **parameters)
+    out = Recorded(node)
+    return node, out
+
+
+def test_lockstep_waits_for_a_controller(context: rclpy.Context) -> None:
+    node, out = lockstep(context)
+    try:
+        node._watch()
+        assert not node.started and not out.states
+    finally:
+        node.destroy_node()
+
+
+def test_lockstep_steps_on_the_command_stamped_with_the_state(context: rclpy.Context) -> None:
+    node, out = lockstep(context, duration=0.01)
+    try:
+        node.started = True
+        node._begin_step()
+        engine = offline_engine()
+        for k in range(5):
+            state = out.states[-1]
+            stamp = state.header.stamp.sec * 1_000_000_000 + state.header.stamp.nanosec
+            assert list(state.position) == engine.q.tolist()
+            node._on_joint_commands(joint_command(["j1", "j2"], [9.0, 9.0], stamp + 1))  # stale: ignored
+            assert len(out.states) == k + 1
+            tau = [-float(k), 0.5]
+            node._on_joint_commands(joint_command(["j1", "j2"], tau, stamp))
+            engine.step(np.array(tau))
+        assert node.sim.rejected[STALE_COMMAND] == 5
+        assert node.finished.done() and node.finished.result() == 0
+        assert len(out.states) == 6
+        assert list(out.states[-1].position) == engine.q.tolist()
+        assert list(out.states[-1].effort) == [-4.0, 0.5]
+    finally:
+        node.destroy_node()
+
+
+def test_lockstep_waits_for_the_wrench_stamped_with_the_step(context: rclpy.Context) -> None:
+    node, out = lockstep(context, wait_for_wrench=True)
+    try:
+        node.started = True
+        node._begin_step()
+        node._on_joint_commands(joint_command(["j1", "j2"], [0.0, 0.0], 0))
+        assert len(out.states) == 1
+        node._on_wrench(wrench(force=(3.0, -1.0, 0.0)))  # stamped 0: the step's wrench
+        assert len(out.states) == 2
+        engine = offline_engine()
+        engine.step(np.zeros(2), np.array([3.0, -1.0]))
+        assert list(out.states[-1].position) == engine.q.tolist()
+    finally:
+        node.destroy_node()
+
+
+def test_lockstep_timeout_names_the_missing_message(context: rclpy.Context, capfd: pytest.CaptureFixture[str]) -> None:
+    node, _ = lockstep(context, lockstep_timeout=0.01, wait_for_wrench=True)
+    try:
+        node.started = True
+        node._begin_step()
+        deadline = time.monotonic() + 5.0
+        while not node.finished.done() and time.monotonic() < deadline:
+            node._watch()
+            time.sleep(0.005)
+        assert node.finished.done() and node.finished.result() == 1
+        err = capfd.readouterr().err
+        assert "no joint_commands and tip_wrench stamped 0.000000000 s" in err
+        assert "lockstep_timeout=0.01 s" in err
+    finally:
+        node.destroy_node()
+
+
+def test_robot_description_is_latched(context: rclpy.Context) -> None:
+    node = make(context)
+    probe = rclpy.create_node("probe", context=context)
+    got: list[str] = []
+    qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    probe.create_subscription(String, "robot_description", lambda msg: got.append(msg.data), qos)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(probe)
+    try:
+        deadline = time.monotonic() + 10.0
+        while not got and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert got and '<joint name="j1" type="revolute">' in got[0]
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        node.destroy_node()
