@@ -1,0 +1,257 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The ``controller`` node: runs the scenario's skelarm controller on ``joint_states``.
+
+A thin shell around :class:`skelarm_ros.control.ControlLoop`: parameters, topics and
+logging. See docs/controller.md for the parameters, topics and channel messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+import rclpy
+from geometry_msgs.msg import PointStamped
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
+from skelarm_ros.scenario import ScenarioError
+
+if TYPE_CHECKING:
+    from builtin_interfaces.msg import Time
+    from rclpy.publisher import Publisher
+
+COMMAND_INTERFACES = ("commands", "joint_commands")
+_WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
+
+
+class ControllerNode(Node):
+    """Run a skelarm controller on joint states and publish its effort commands and channels.
+
+    Parameters
+    ----------
+    node_name : str, optional
+        The node's name.
+    **kwargs : Any
+        Forwarded to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+
+    Raises
+    ------
+    ScenarioError
+        If the scenario cannot be used (the node is destroyed first).
+    ValueError
+        If a parameter is out of range (the node is destroyed first).
+    """
+
+    def __init__(self, node_name: str = "controller", **kwargs: Any) -> None:
+        """Declare the parameters, build the control loop and wire the topics; never blocks."""
+        super().__init__(node_name, **kwargs)
+        try:
+            self._setup()
+        except (ScenarioError, ValueError):
+            self.destroy_node()
+            raise
+
+    def _declare(self, name: str, value: Any, description: str, **descriptor: Any) -> Any:
+        declared = self.declare_parameter(name, value, ParameterDescriptor(description=description, **descriptor))
+        return declared.value
+
+    def _setup(self) -> None:
+        scenario = self._declare(
+            "scenario", "", "skelarm scenario TOML (path or bundled name; empty: bundled reach)", read_only=True
+        )
+        joint_names = self._declare(
+            "joint_names", Parameter.Type.STRING_ARRAY, "joint names in command order; empty: j1 ... jN", read_only=True
+        )
+        interface = self._declare(
+            "command_interface",
+            "commands",
+            "commands: Float64MultiArray on effort_controller/commands; joint_commands: JointState on joint_commands",
+            read_only=True,
+        )
+        dt = self._declare(
+            "dt",
+            0.0,
+            "control step handed to the controller (s); 0: the scenario's [simulator].dt",
+            read_only=True,
+            floating_point_range=[FloatingPointRange(from_value=0.0, to_value=10.0)],
+        )
+        fast_model = self._declare(
+            "fast_model", True, "Pinocchio model for computed torque, inverse-dynamics PD and MPC", read_only=True
+        )
+        depth = self._declare(
+            "qos_depth", 10, "history depth of joint_states and effort_controller/commands (reliable)", read_only=True
+        )
+        effort_limits = self._declare(
+            "effort_limits", Parameter.Type.DOUBLE_ARRAY, "per-joint torque bounds (N*m); empty: none"
+        )
+        time_reversal = self._declare(
+            "time_reversal",
+            "reset",
+            f"a state stamped earlier than the previous one: one of {list(TIME_REVERSAL_MODES)}",
+        )
+        self._publish_channels: bool = self._declare(
+            "publish_channels", True, "publish the controller's channels on controller/<channel>"
+        )
+        if interface not in COMMAND_INTERFACES:
+            msg = f"command_interface must be one of {list(COMMAND_INTERFACES)}, got {interface!r}"
+            raise ValueError(msg)
+        if depth < 1:
+            msg = f"qos_depth must be at least 1, got {depth}"
+            raise ValueError(msg)
+        self.loop, problems = build_control_loop(
+            scenario,
+            joint_names=joint_names or (),
+            dt=dt,
+            fast_model=fast_model,
+            time_reversal=time_reversal,
+            effort_limits=effort_limits or (),
+        )
+        for problem in problems:
+            self.get_logger().warning(problem)
+        self.failures = 0
+        self._interface = interface
+        state_qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+        # Lockstep waits for every command: keep all, so none is dropped.
+        self._out_qos = (
+            QoSProfile(depth=1, history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+            if interface == "joint_commands"
+            else state_qos
+        )
+        self._command_pub: Publisher = (
+            self.create_publisher(JointState, "joint_commands", self._out_qos)
+            if interface == "joint_commands"
+            else self.create_publisher(Float64MultiArray, "effort_controller/commands", self._out_qos)
+        )
+        self._channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
+        self.create_subscription(PointStamped, "target", self._on_target, 10)
+        controller = type(self.loop.controller).__name__
+        self.get_logger().info(
+            f"{controller} on {len(self.loop.joint_names)} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
+            f"commands on {'joint_commands' if interface == 'joint_commands' else 'effort_controller/commands'}"
+        )
+
+    # -- parameters -------------------------------------------------------------------------------
+
+    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
+        try:
+            for parameter in parameters:
+                if parameter.name == "effort_limits":
+                    self.loop.set_effort_limits(list(parameter.value or ()))
+                elif parameter.name == "time_reversal":
+                    self.loop.set_time_reversal(str(parameter.value))
+                elif parameter.name == "publish_channels":
+                    self._publish_channels = bool(parameter.value)
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    # -- callbacks --------------------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        stamp = msg.header.stamp
+        try:
+            output = self.loop.control(
+                msg.name, msg.position, msg.velocity, stamp_to_nanoseconds(stamp.sec, stamp.nanosec)
+            )
+        except Rejected as error:
+            self.get_logger().warning(
+                f"joint state not controlled ({self.loop.rejected} so far): {error}",
+                throttle_duration_sec=_WARN_PERIOD,
+            )
+            return
+        except Exception as error:  # a controller's own failure must not end the node
+            self.failures += 1
+            self.get_logger().error(
+                f"the controller failed on a joint state ({self.failures} so far, no command sent): "
+                f"{type(error).__name__}: {error}",
+                throttle_duration_sec=_WARN_PERIOD,
+            )
+            return
+        self._publish_command(output, stamp)
+        if self._publish_channels:
+            self._publish_channel_messages(output, stamp)
+
+    def _publish_command(self, output: ControlOutput, stamp: Time) -> None:
+        if self._interface == "joint_commands":
+            command = JointState()
+            command.header.stamp = stamp
+            command.name = self.loop.joint_names
+            command.effort = output.torque.tolist()
+            self._command_pub.publish(command)
+        else:
+            self._command_pub.publish(Float64MultiArray(data=output.torque.tolist()))
+
+    def _publish_channel_messages(self, output: ControlOutput, stamp: Time) -> None:
+        for name, value in output.channels.items():
+            entry = self._channel_pubs.get(name)
+            if entry is None:
+                columns = channel_columns(name, value, self.loop.joint_names)
+                kind = PointStamped if columns is None else JointState
+                entry = (self.create_publisher(kind, f"controller/{name}", self._out_qos), columns)
+                self._channel_pubs[name] = entry
+            publisher, columns = entry
+            if publisher.get_subscription_count() == 0:
+                continue
+            values = value.reshape(-1).tolist()
+            message: PointStamped | JointState
+            if columns is None:
+                message = PointStamped()
+                message.header.frame_id = BASE_FRAME
+                message.point.x, message.point.y = values[0], values[1]
+            else:
+                message = JointState(name=columns, position=values)
+            message.header.stamp = stamp
+            publisher.publish(message)
+
+    def _on_target(self, msg: PointStamped) -> None:
+        point = msg.point
+        try:
+            self.loop.set_target(msg.header.frame_id, point.x, point.y, point.z)
+        except Rejected as error:
+            self.get_logger().warning(f"target ignored: {error}", throttle_duration_sec=_WARN_PERIOD)
+            return
+        self.get_logger().info(
+            f"new target ({point.x:.4g}, {point.y:.4g}); the controller restarts from the next state"
+        )
+
+
+def main(args: list[str] | None = None) -> int:
+    """Start the controller node (``ros2 run skelarm_ros controller``)."""
+    rclpy.init(args=args)
+    argv = rclpy.utilities.remove_ros_args(sys.argv if args is None else args)
+    parser = argparse.ArgumentParser(
+        prog="controller",
+        description="Run a skelarm scenario's controller on joint_states; set it up with --ros-args -p name:=value.",
+    )
+    parser.parse_args(argv[1:])
+    try:
+        node = ControllerNode()
+    except (ScenarioError, ValueError) as error:
+        rclpy.logging.get_logger("controller").fatal(f"controller cannot start: {error}")
+        rclpy.try_shutdown()
+        return 1
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

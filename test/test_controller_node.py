@@ -1,0 +1,199 @@
+"""The controller node in-process: a private Context, callbacks called directly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import PointStamped
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from skelarm_ros.control import build_control_loop
+from skelarm_ros.nodes.controller import ControllerNode
+from skelarm_ros.scenario import ScenarioError
+
+
+@pytest.fixture
+def context():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
+def make_node(context):
+    nodes = []
+
+    def make(**parameters):
+        overrides = [Parameter(name, value=value) for name, value in parameters.items()]
+        node = ControllerNode(context=context, parameter_overrides=overrides)
+        nodes.append(node)
+        return node
+
+    yield make
+    for node in nodes:
+        node.destroy_node()
+
+
+class _Capture:
+    """Stand in for a publisher, keeping what is published."""
+
+    def __init__(self, subscribers: int = 1):
+        self.messages = []
+        self.subscribers = subscribers
+
+    def publish(self, message):
+        self.messages.append(message)
+
+    def get_subscription_count(self):
+        return self.subscribers
+
+
+def _state(names, positions, velocities, stamp_ns):
+    msg = JointState(name=list(names), position=list(positions), velocity=list(velocities))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    return msg
+
+
+def test_joint_commands_carry_the_torque_and_the_states_stamp(make_node):
+    node = make_node(command_interface="joint_commands", joint_names=["shoulder", "elbow"])
+    capture = _Capture()
+    node._command_pub = capture
+    node._on_joint_state(_state(["elbow", "shoulder", "extra"], [0.2, 0.1, 5.0], [0.0, 0.0, 0.0], 1_500_000_000))
+    loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
+    expected = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
+    (command,) = capture.messages
+    assert isinstance(command, JointState)
+    assert list(command.name) == ["shoulder", "elbow"]
+    np.testing.assert_array_equal(command.effort, expected)
+    assert (command.header.stamp.sec, command.header.stamp.nanosec) == (1, 500_000_000)
+
+
+def test_float64_commands_in_joint_order(make_node):
+    node = make_node()
+    capture = _Capture()
+    node._command_pub = capture
+    node._on_joint_state(_state(["j2", "j1"], [0.2, 0.1], [0.0, 0.0], 0))
+    (command,) = capture.messages
+    assert isinstance(command, Float64MultiArray)
+    assert len(command.data) == 2
+    assert all(math.isfinite(value) for value in command.data)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _state(["j1", "j2"], [0.1, float("nan")], [0.0, 0.0], 2_000_000),
+        _state(["j1"], [0.1], [0.0], 2_000_000),
+        _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000),  # duplicate of the first stamp
+        _state(["j1", "j2", "j3"], [0.1, 0.2, 0.3], [0.0], 2_000_000),
+    ],
+    ids=["nan", "missing-joint", "duplicate-stamp", "wrong-lengths"],
+)
+def test_bad_states_are_counted_warned_and_not_commanded(make_node, bad, monkeypatch):
+    node = make_node()
+    capture = _Capture()
+    node._command_pub = capture
+    warnings = []
+    logger = node.get_logger()
+    monkeypatch.setattr(type(logger), "warning", lambda self, text, **kw: warnings.append((text, kw)))
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000))
+    node._on_joint_state(bad)
+    assert len(capture.messages) == 1
+    assert node.loop.rejected == 1
+    ((text, kwargs),) = warnings
+    assert text.startswith("joint state not controlled (1 so far): ")
+    assert kwargs["throttle_duration_sec"] > 0
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 3_000_000))
+    assert len(capture.messages) == 2  # still running
+
+
+def test_time_going_back_resets_by_default_and_is_rejected_on_request(make_node):
+    node = make_node()
+    node._command_pub = _Capture()
+    for stamp in (5_000_000, 7_000_000, 1_000_000):
+        node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], stamp))
+    assert node.loop.restarts == 1 and node.loop.rejected == 0
+    result = node.set_parameters([Parameter("time_reversal", value="reject")])[0]
+    assert result.successful
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 500_000))
+    assert node.loop.rejected == 1
+    assert len(node._command_pub.messages) == 3
+
+
+def test_channels_published_stamped_with_point_and_joint_state_types(make_node, shared_scenarios):
+    node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
+    node._command_pub = _Capture()
+    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))  # creates the publishers
+    captures = {name: _Capture() for name in node._channel_pubs}
+    for name, capture in captures.items():
+        node._channel_pubs[name] = (capture, node._channel_pubs[name][1])
+    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 2_000_000))
+    assert set(captures) == {"endpoint", "equilibrium"}
+    (point,) = captures["endpoint"].messages
+    assert isinstance(point, PointStamped)
+    assert point.header.frame_id == "base" and point.header.stamp.nanosec == 2_000_000
+    np.testing.assert_allclose([point.point.x, point.point.y], node.loop.controller.log_channels()["endpoint"])
+
+
+def test_joint_channels_and_silence_without_subscribers(make_node):
+    node = make_node()
+    node._command_pub = _Capture()
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 0))
+    assert set(node._channel_pubs) == {"q_ref", "error"}
+    quiet = _Capture(subscribers=0)
+    listened = _Capture()
+    node._channel_pubs["q_ref"] = (quiet, ["j1", "j2"])
+    node._channel_pubs["error"] = (listened, ["j1", "j2"])
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 2_000_000))
+    assert quiet.messages == []
+    (error,) = listened.messages
+    assert list(error.name) == ["j1", "j2"] and len(error.position) == 2
+    np.testing.assert_allclose(error.position, node.loop.controller.log_channels()["error"])
+
+
+def test_effort_limits_are_tunable_and_validated(make_node):
+    node = make_node(effort_limits=[0.1, 0.1])
+    node._command_pub = _Capture()
+    node._on_joint_state(_state(["j1", "j2"], [-1.0, 2.5], [3.0, -3.0], 0))
+    assert max(abs(value) for value in node._command_pub.messages[0].data) <= 0.1
+    bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
+    assert not bad.successful and "one positive bound per joint" in bad.reason
+    assert node.set_parameters([Parameter("effort_limits", value=[5.0, 5.0])])[0].successful
+    np.testing.assert_array_equal(node.loop.effort_limits, [5.0, 5.0])
+
+
+def test_target_message_and_bad_target(make_node, shared_scenarios, monkeypatch):
+    node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
+    node._command_pub = _Capture()
+    warnings = []
+    monkeypatch.setattr(type(node.get_logger()), "warning", lambda self, text, **kw: warnings.append(text))
+    target = PointStamped()
+    target.header.frame_id = "base"
+    target.point.x, target.point.y = 0.3, 1.2
+    node._on_target(target)
+    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))
+    np.testing.assert_array_equal(node.loop.controller.target, [0.3, 1.2])
+    target.header.frame_id = "map"
+    node._on_target(target)
+    assert len(warnings) == 1 and "frame 'map'" in warnings[0]
+
+
+def test_unknown_controller_type_fails_at_start(make_node, tmp_path):
+    from skelarm_ros.scenario import resolve_scenario
+
+    text = resolve_scenario("reach").read_text(encoding="utf-8").split("[controller]")[0]
+    path = tmp_path / "bad.toml"
+    path.write_text(text + '[controller]\ntype = "no_such_controller"\n', encoding="utf-8")
+    with pytest.raises(ScenarioError, match="unknown controller type 'no_such_controller'; choose from"):
+        make_node(scenario=str(path))
+
+
+def test_bad_command_interface_fails_at_start(make_node):
+    with pytest.raises(ValueError, match="command_interface must be one of"):
+        make_node(command_interface="position")
