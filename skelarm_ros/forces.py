@@ -25,6 +25,7 @@ import csv
 import math
 import zipfile
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -457,6 +458,106 @@ class RecordedForce:
         return cls(np.array(times) + time_offset, np.array(forces).reshape(-1, _PLANE), source=source)
 
 
+HOLD = "hold"
+STEPPED = "stepped"
+MODES = (HOLD, STEPPED)
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """What to publish for one new time, and what happened to the record at it.
+
+    Attributes
+    ----------
+    force : NDArray[np.float64]
+        ``(fx, fy)`` (N) to hold over the step that starts at this time.
+    started : bool
+        The record starts acting at this step.
+    ended : bool
+        This is the first step after the record ended (its force is zero).
+    restarted : bool
+        The time went back (the time line restarted); the replay starts over.
+    """
+
+    force: NDArray[np.float64]
+    started: bool = False
+    ended: bool = False
+    restarted: bool = False
+
+
+class ForcePlayer:
+    """Plays a recorded force step by step: the force for each new time and the record's start and end.
+
+    Parameters
+    ----------
+    record : RecordedForce
+        The force to play.
+    mode : str, optional
+        ``hold``: the record's value at the step's time (zero-order hold);
+        ``stepped``: the mean over the step ``[t, t + dt)``, so every push keeps its
+        impulse whatever the step.
+    dt : float | None, optional
+        The step (seconds); needed by ``stepped``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown mode, or ``stepped`` without a positive ``dt``.
+    """
+
+    def __init__(self, record: RecordedForce, mode: str = HOLD, dt: float | None = None) -> None:
+        """Check the mode and the step; nothing is played yet."""
+        if mode not in MODES:
+            msg = f"unknown force replay mode '{mode}'; choose from {list(MODES)}"
+            raise ValueError(msg)
+        self.record = record
+        self.mode = mode
+        self._force: Callable[[float], NDArray[np.float64]]
+        if mode == STEPPED:
+            if dt is None or not (math.isfinite(dt) and dt > 0.0):
+                msg = f"mode 'stepped' needs the step dt, a positive number of seconds, got {dt!r}"
+                raise ValueError(msg)
+            self._force = record.stepped(dt)
+            # A step [t, t + dt) overlapping the record's start is the first one it acts in.
+            self._first = record.start - dt + record.tolerance
+        else:
+            self._force = record.at
+            self._first = record.start - record.tolerance
+        self.last: float | None = None
+        self.active = False
+        self.ended = False
+
+    def advance(self, t: float) -> ReplayStep | None:
+        """Return what to publish for the new time ``t``, or ``None`` when ``t`` repeats the last time.
+
+        Parameters
+        ----------
+        t : float
+            The time (seconds) of the step about to be taken, on the record's time line.
+
+        Returns
+        -------
+        ReplayStep | None
+            The force and the record's events at ``t``.
+        """
+        restarted = False
+        if self.last is not None:
+            if t == self.last:
+                return None
+            if t < self.last:
+                restarted = True
+                self.active = self.ended = False
+        self.last = t
+        force = self._force(t)
+        started = ended = False
+        if not self.ended and t >= self.record.end - self.record.tolerance:
+            self.ended = ended = True
+            self.active = False
+        elif not self.active and not self.ended and t > self._first:
+            self.active = started = True
+        return ReplayStep(force, started=started, ended=ended, restarted=restarted)
+
+
 def load_force(source: str | Path, topic: str = "", time_offset: float = 0.0) -> RecordedForce:
     """Read a recorded tip force from a ``.sklog.npz`` log, a ``.csv`` file or a bag.
 
@@ -562,4 +663,4 @@ def _read_wrenches(path: Path, topic: str) -> Iterator[tuple[int, Any]]:
         raise ForceSourceError(msg) from None
 
 
-__all__ = ["ForceSourceError", "RecordedForce", "load_force"]
+__all__ = ["ForcePlayer", "ForceSourceError", "RecordedForce", "ReplayStep", "load_force"]

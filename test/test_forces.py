@@ -13,7 +13,7 @@ from skelarm import StateLog
 
 from skelarm_ros.conversions import seconds_to_stamp, stamp_to_seconds
 from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.forces import ForceSourceError, RecordedForce, load_force
+from skelarm_ros.forces import ForcePlayer, ForceSourceError, RecordedForce, load_force
 from skelarm_ros.scenario import load_arm, load_scenario
 
 # Two scripted pushes on the reach scenario: (begin, end, (fx, fy)).
@@ -212,6 +212,40 @@ def test_own_step_replays_each_sample_exactly(dt, start, values) -> None:
         assert np.array_equal(force(clock), values[k])
         assert np.array_equal(record.at(clock), values[k])
     assert np.array_equal(record.at(times[-1]), [0.0, 0.0])
+
+
+# -- playing step by step ---------------------------------------------------------------------
+
+
+def test_the_player_reports_start_end_and_restart() -> None:
+    record = RecordedForce([1.0, 1.5, 2.0], [[1.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
+    player = ForcePlayer(record, "stepped", dt=0.4)
+    events = []
+    for t in (0.0, 0.4, 0.8, 0.8, 1.2, 1.6, 2.0, 2.4, 0.4, 0.8):
+        step = player.advance(t)
+        events.append(None if step is None else (step.force.tolist(), step.started, step.ended, step.restarted))
+    assert events == [
+        ([0.0, 0.0], False, False, False),
+        ([0.0, 0.0], False, False, False),
+        (pytest.approx([0.5, 0.0]), True, False, False),  # [0.8, 1.2) overlaps the start
+        None,  # the same time again
+        (pytest.approx([1.25, 0.0]), False, False, False),
+        ([2.0, 0.0], False, False, False),
+        ([0.0, 0.0], False, True, False),
+        ([0.0, 0.0], False, False, False),
+        ([0.0, 0.0], False, False, True),
+        (pytest.approx([0.5, 0.0]), True, False, False),
+    ]
+    hold = ForcePlayer(record)
+    assert [hold.advance(t).started for t in (0.5, 1.0 - 1e-10, 1.2)] == [False, True, False]
+
+
+def test_the_player_needs_a_known_mode_and_a_step_to_average_over() -> None:
+    with pytest.raises(ValueError, match=r"unknown force replay mode 'ramp'; choose from \['hold', 'stepped'\]"):
+        ForcePlayer(RECORD, "ramp")
+    for dt in (None, 0.0, -1.0):
+        with pytest.raises(ValueError, match="mode 'stepped' needs the step dt"):
+            ForcePlayer(RECORD, "stepped", dt)
 
 
 # -- spans -------------------------------------------------------------------------------------
