@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
     "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
+    "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
 }
 
 
