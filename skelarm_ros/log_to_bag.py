@@ -1,0 +1,255 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""``log_to_bag``: a skelarm ``.sklog.npz`` as a rosbag2 bag, in this package's topic conventions.
+
+Frame k at time t_k becomes (stamped and logged at t_k):
+
+- ``joint_states``: q[k], dq[k] and, as effort, the torque applied over the step
+  that ended at frame k: tau[k-1] (zero at k = 0), see ``docs/interfaces.md``;
+- ``joint_commands``: JointState with effort tau[k], the command computed from frame k;
+- ``tip_wrench``: ext_force[k] when the log has it;
+- ``controller/<channel>``: PointStamped for the 2-D point channels, JointState
+  positions for the others;
+- ``robot_description`` (transient local), once, when the log embeds a skeleton.
+
+``bag_to_log`` of the result gives back q, dq, tau and ext_force exactly.
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import skelarm
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from skelarm_ros.bag_to_log import POINT_CHANNELS
+from skelarm_ros.bags import qos_profile
+from skelarm_ros.conversions import NANOSECONDS, default_joint_names
+from skelarm_ros.urdf import skeleton_to_urdf
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+_STATE = ("time", "q", "dq", "tau", "ext_force")
+
+
+class LogError(ValueError):
+    """A log that cannot be written as a bag; the message names the problem and the fix."""
+
+
+def read_log(path: str | Path) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+    """Read a ``.sklog.npz``'s metadata and arrays without building per-frame records.
+
+    Raises
+    ------
+    LogError
+        If the file is missing or not a skelarm log.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            meta = tomllib.loads(str(archive["__meta__"]))
+            arrays = {name: archive[name] for name in archive.files if name != "__meta__"}
+    except FileNotFoundError:
+        msg = f"log '{path}' does not exist; pass a skelarm .sklog.npz file"
+        raise LogError(msg) from None
+    except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as error:
+        msg = f"'{path}' is not a skelarm .sklog.npz log ({error}); pass a file written by StateLog.save"
+        raise LogError(msg) from None
+    return meta, arrays
+
+
+def _time(typestore: Any, ns: int) -> Any:
+    return typestore.types["builtin_interfaces/msg/Time"](sec=ns // NANOSECONDS, nanosec=ns % NANOSECONDS)
+
+
+def log_to_bag(
+    log: str | Path | skelarm.StateLog,
+    output: str | Path,
+    *,
+    storage: str = "mcap",
+    joint_names: Sequence[str] | None = None,
+) -> int:
+    """Write a skelarm log as a rosbag2 bag.
+
+    Parameters
+    ----------
+    log : str | Path | skelarm.StateLog
+        The log (a ``.sklog.npz`` path or a StateLog).
+    output : str | Path
+        The bag directory to create (it must not exist).
+    storage : str, optional
+        ``mcap`` (default) or ``sqlite3``.
+    joint_names : Sequence[str] | None, optional
+        Joint names; by default the log's ``extra.joint_names`` or ``j1 ... jN``.
+
+    Returns
+    -------
+    int
+        Messages written.
+
+    Raises
+    ------
+    LogError
+        If the log lacks ``q``, the output exists, or the storage is unknown.
+    """
+    if storage not in STORAGES:
+        msg = f"unknown storage '{storage}'; choose from {list(STORAGES)}"
+        raise LogError(msg)
+    if isinstance(log, skelarm.StateLog):
+        arrays = log.to_arrays()
+        meta: dict[str, Any] = {"extra": log.extra, "channels": log.channel_meta}
+        if log._skeleton_dict is not None:
+            meta["skeleton"] = log._skeleton_dict
+    else:
+        meta, arrays = read_log(log)
+    for key in ("time", "q", "dq", "tau"):
+        if key not in arrays:
+            msg = f"the log has no '{key}' channel; log_to_bag needs time, q, dq and tau"
+            raise LogError(msg)
+    output = Path(output)
+    if output.exists():
+        msg = f"output '{output}' exists already; remove it or choose another name"
+        raise LogError(msg)
+    if not output.resolve().parent.is_dir():
+        msg = f"output folder '{output.resolve().parent}' does not exist; create it first"
+        raise LogError(msg)
+    extra = meta.get("extra", {})
+    q = np.atleast_2d(arrays["q"].T).T
+    num = q.shape[1]
+    names = list(joint_names or extra.get("joint_names") or default_joint_names(num))
+    if len(names) != num:
+        msg = f"{len(names)} joint names {names} for a log of {num} joints; give one name per joint"
+        raise LogError(msg)
+    origin = int(extra.get("time_origin_ns", 0))
+    stamps = origin + np.round(np.asarray(arrays["time"], dtype=np.float64) * NANOSECONDS).astype(np.int64)
+    temp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.resolve().parent))
+    try:
+        count = _write(temp / output.name, arrays, meta, names, stamps, STORAGES[storage])
+        (temp / output.name).rename(output)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    return count
+
+
+def _write(  # noqa: PLR0917
+    path: Path,
+    arrays: dict[str, NDArray[Any]],
+    meta: dict[str, Any],
+    names: list[str],
+    stamps: NDArray[np.int64],
+    plugin: StoragePlugin,
+) -> int:
+    store = get_typestore(Stores.ROS2_JAZZY)
+    types = store.types
+    header = types["std_msgs/msg/Header"]
+    joint_state = types["sensor_msgs/msg/JointState"]
+    empty = np.zeros(0)
+    q, dq, tau = (np.asarray(arrays[k], dtype=np.float64).reshape(len(stamps), -1) for k in ("q", "dq", "tau"))
+    applied = np.vstack([np.zeros((1, q.shape[1])), tau[:-1]])  # effort at frame k: tau[k-1]
+    force = arrays.get("ext_force")
+    channels = {
+        name: np.asarray(value, dtype=np.float64)
+        for name, value in arrays.items()
+        if name not in _STATE and not name.startswith("valid_")
+    }
+    columns = {name: info.get("columns") for name, info in meta.get("channels", {}).items()}
+    count = 0
+    with Writer(path, version=9, storage_plugin=plugin) as writer:
+        conn_state = writer.add_connection("/joint_states", joint_state.__msgtype__, typestore=store)
+        conn_cmd = writer.add_connection("/joint_commands", joint_state.__msgtype__, typestore=store)
+        conn_force = (
+            writer.add_connection("/tip_wrench", "geometry_msgs/msg/WrenchStamped", typestore=store)
+            if force is not None
+            else None
+        )
+        conn_channels = {
+            name: writer.add_connection(
+                f"/controller/{name}",
+                "geometry_msgs/msg/PointStamped"
+                if name in POINT_CHANNELS and value.ndim == 2 and value.shape[1] == 2
+                else joint_state.__msgtype__,
+                typestore=store,
+            )
+            for name, value in channels.items()
+        }
+        if "skeleton" in meta:
+            skeleton = skelarm.Skeleton.from_dict(meta["skeleton"])
+            conn = writer.add_connection(
+                "/robot_description",
+                "std_msgs/msg/String",
+                typestore=store,
+                offered_qos_profiles=[qos_profile(transient_local=True, depth=1)],
+            )
+            text = types["std_msgs/msg/String"](data=skeleton_to_urdf(skeleton, names))
+            writer.write(conn, int(stamps[0]), store.serialize_cdr(text, text.__msgtype__))
+            count += 1
+        vector = types["geometry_msgs/msg/Vector3"]
+        for k, stamp in enumerate(stamps.tolist()):
+            head = header(stamp=_time(store, stamp), frame_id="")
+            msg = joint_state(header=head, name=names, position=q[k], velocity=dq[k], effort=applied[k])
+            writer.write(conn_state, stamp, store.serialize_cdr(msg, msg.__msgtype__))
+            msg = joint_state(header=head, name=names, position=empty, velocity=empty, effort=tau[k])
+            writer.write(conn_cmd, stamp, store.serialize_cdr(msg, msg.__msgtype__))
+            count += 2
+            if conn_force is not None and force is not None:
+                wrench = types["geometry_msgs/msg/WrenchStamped"](
+                    header=header(stamp=_time(store, stamp), frame_id="base"),
+                    wrench=types["geometry_msgs/msg/Wrench"](
+                        force=vector(x=float(force[k][0]), y=float(force[k][1]), z=0.0),
+                        torque=vector(x=0.0, y=0.0, z=0.0),
+                    ),
+                )
+                writer.write(conn_force, stamp, store.serialize_cdr(wrench, wrench.__msgtype__))
+                count += 1
+            for name, conn in conn_channels.items():
+                value = channels[name][k]
+                if conn.msgtype == "geometry_msgs/msg/PointStamped":
+                    point = types["geometry_msgs/msg/Point"](x=float(value[0]), y=float(value[1]), z=0.0)
+                    out: Any = types[conn.msgtype](header=head, point=point)
+                else:
+                    values = np.atleast_1d(value)
+                    labels = columns.get(name) or (
+                        [name] if value.ndim == 0 else names if len(values) == len(names) else None
+                    )
+                    labels = list(labels or [f"{name}_{i}" for i in range(len(values))])
+                    out = joint_state(header=head, name=labels, position=values, velocity=empty, effort=empty)
+                writer.write(conn, stamp, store.serialize_cdr(out, out.__msgtype__))
+                count += 1
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``log_to_bag`` from the command line; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="log_to_bag", description="Write a skelarm .sklog.npz as a rosbag2 bag.")
+    parser.add_argument("log", help="the .sklog.npz to read")
+    parser.add_argument("-o", "--output", required=True, help="the bag directory to create")
+    parser.add_argument("--storage", choices=list(STORAGES), default="mcap", help="storage format (default mcap)")
+    parser.add_argument("--joints", help="joint names, comma separated (default: the log's, else j1..jN)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    joints = [name.strip() for name in args.joints.split(",")] if args.joints else None
+    try:
+        count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints)
+    except LogError as error:
+        print(f"log_to_bag: error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}: {count} messages ({args.storage})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

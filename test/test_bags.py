@@ -1,0 +1,367 @@
+"""Bags and logs: reading any bag, bag_to_log, log_to_bag, on real and self-written bags."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skelarm
+from conftest import BAGS, SCENARIOS
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from skelarm_ros import cli
+from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main, skeleton_from_urdf
+from skelarm_ros.bags import BagError, open_bag, read_messages
+from skelarm_ros.log_to_bag import LogError, log_to_bag
+from skelarm_ros.urdf import skeleton_to_urdf
+
+STORE = get_typestore(Stores.ROS2_JAZZY)
+T = STORE.types
+FIXTURES = BAGS / "format_fixtures"
+AERIAL = BAGS / "aerial_servo_arm"
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"shared bag {path} is absent (set SKELARM_ROS_SHARED_DATA)")
+    return path
+
+
+def stamp(ns: int):
+    return T["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9)
+
+
+def joint_state(ns: int, names, position, velocity=(), effort=()):
+    return T["sensor_msgs/msg/JointState"](
+        header=T["std_msgs/msg/Header"](stamp=stamp(ns), frame_id=""),
+        name=list(names),
+        position=np.asarray(position, dtype=np.float64),
+        velocity=np.asarray(velocity, dtype=np.float64),
+        effort=np.asarray(effort, dtype=np.float64),
+    )
+
+
+def wrench(ns: int, fx: float, fy: float):
+    vec = T["geometry_msgs/msg/Vector3"]
+    return T["geometry_msgs/msg/WrenchStamped"](
+        header=T["std_msgs/msg/Header"](stamp=stamp(ns), frame_id="base"),
+        wrench=T["geometry_msgs/msg/Wrench"](force=vec(x=fx, y=fy, z=0.0), torque=vec(x=0.0, y=0.0, z=0.0)),
+    )
+
+
+def float_array(values):
+    return T["std_msgs/msg/Float64MultiArray"](
+        layout=T["std_msgs/msg/MultiArrayLayout"](dim=[], data_offset=0), data=np.asarray(values, dtype=np.float64)
+    )
+
+
+def write_bag(path: Path, messages, *, storage="sqlite3") -> Path:
+    """Write ``(topic, log_ns, message)`` into an uncompressed rosbag2 bag with rosbags."""
+    return write_compressed(path, messages, storage, CompressionMode.NONE)
+
+
+def write_compressed(path: Path, messages, storage: str, mode: CompressionMode) -> Path:
+    plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
+    writer = Writer(path, version=9, storage_plugin=plugin)
+    writer.set_compression(mode, CompressionFormat.ZSTD)
+    with writer:
+        conns = {}
+        for topic, log_ns, message in messages:
+            if topic not in conns:
+                conns[topic] = writer.add_connection(topic, message.__msgtype__, typestore=STORE)
+            writer.write(conns[topic], log_ns, STORE.serialize_cdr(message, message.__msgtype__))
+    return path
+
+
+def arm_messages(frames: int = 50, names=("a", "b", "c")):
+    """States every 10 ms, commands stamped with their state, a wrench every other state."""
+    out = []
+    for k in range(frames):
+        ns = 1_000_000_000 + k * 10_000_000
+        q = [0.1 * k + j for j in range(len(names))]
+        out.append(("/joint_states", ns + 100, joint_state(ns, names, q, [1.0] * len(names), [0.0] * len(names))))
+        out.append(("/joint_commands", ns + 200, joint_state(ns, names, [], [], [k + 0.5 * j for j in range(3)])))
+        if k % 2 == 0:
+            out.append(("/tip_wrench", ns + 50, wrench(ns, float(k), -float(k))))
+    return out
+
+
+# ----------------------------------------------------------------------------- storage
+
+
+@pytest.mark.parametrize("name", ["db3", "db3_zstd", "mcap", "mcap_zstd"])
+def test_reader_reads_every_message_of_the_format_fixtures(name):
+    path = need(FIXTURES / name)
+    with open_bag(path) as bag:
+        times = [log for _, _, log, _ in bag.messages()]
+        assert len(times) == bag.message_count > 0
+        assert times == sorted(times)
+    with pytest.raises(ConversionError, match="no sensor_msgs/msg/JointState topic"):
+        bag_to_log(path, path.name + ".sklog.npz")
+
+
+def test_split_bag_is_merged_in_time_order_over_its_five_files():
+    path = need(FIXTURES / "db3")
+    with open_bag(path) as bag:
+        assert sum(f.suffix == ".db3" for f in bag.files) == 5
+        times = [log for _, _, log, _ in bag.raw_messages()]
+    assert len(times) == 6074 and times == sorted(times)
+
+
+def test_bare_storage_files_open(tmp_path):
+    db3 = need(FIXTURES / "db3" / "part_0.db3")
+    mcap = need(FIXTURES / "mcap" / "part_0.mcap")
+    for path in (db3, mcap):
+        assert sum(1 for _ in read_messages(path)) > 0
+
+
+@pytest.mark.parametrize(
+    ("storage", "mode"),
+    [
+        ("sqlite3", CompressionMode.NONE),
+        ("sqlite3", CompressionMode.FILE),
+        ("sqlite3", CompressionMode.MESSAGE),
+        ("mcap", CompressionMode.NONE),
+        ("mcap", CompressionMode.MESSAGE),
+        ("mcap", CompressionMode.STORAGE),
+    ],
+)
+def test_self_written_bags_convert_in_every_storage_and_compression(tmp_path, storage, mode):
+    bag = write_compressed(tmp_path / "bag", arm_messages(), storage, mode)
+    summary = bag_to_log(bag, tmp_path / "out.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    assert summary.frames == len(log) == 50
+    assert log.extra["joint_names"] == ["a", "b", "c"]
+    np.testing.assert_array_equal(log.channel("q")[:, 1], 0.1 * np.arange(50) + 1)
+    np.testing.assert_array_equal(log.channel("tau")[:, 0], np.arange(50))  # commands, stamped per state
+    force = log.channel("ext_force")  # held from the even frames
+    np.testing.assert_array_equal(force[:, 0], np.arange(50) // 2 * 2)
+    assert log.extra["effort"]["source"] == "commands"
+    assert log.extra["effort"]["timing"] == "applied_from_frame"
+    assert {Path(s["path"]).name for s in log.extra["sources"]} >= {"metadata.yaml"}
+    assert all(len(s["sha256"]) == 64 for s in log.extra["sources"])
+
+
+def test_stored_definitions_and_default_store_give_the_same_values(tmp_path):
+    bag = write_bag(tmp_path / "bag", arm_messages(5))
+    # rosbags writes definitions; a bag without them (the aerial bags) uses the Jazzy store.
+    with open_bag(bag) as opened:
+        assert opened.topics["/joint_states"].decodable
+        first = next(opened.messages(["/joint_states"]))[3]
+    np.testing.assert_array_equal(first.position, [0.0, 1.0, 2.0])
+
+
+# ----------------------------------------------------------------------------- content rules
+
+
+def test_names_change_between_messages_are_mapped_by_name_and_a_missing_joint_is_masked(tmp_path):
+    msgs = [
+        ("/joint_states", 10, joint_state(10, ["a", "b"], [1, 2], [3, 4], [5, 6])),
+        ("/joint_states", 20, joint_state(20, ["b", "a"], [20, 10], [], [])),  # reordered, no velocity/effort
+        ("/joint_states", 30, joint_state(30, ["b", "x"], [200, 7], [1, 1], [1, 1])),  # 'a' disappeared
+        ("/joint_states", 40, joint_state(40, ["a", "b"], [np.nan, 4], [3, 4], [5, 6])),  # NaN
+    ]
+    bag = write_bag(tmp_path / "bag", msgs)
+    summary = bag_to_log(bag, tmp_path / "out.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    q = log.channel("q")
+    np.testing.assert_array_equal(q[:3], [[1, 2], [10, 20], [np.nan, 200]])
+    np.testing.assert_array_equal(log.channel("valid_q"), [[1, 1], [1, 1], [0, 1], [0, 1]])
+    np.testing.assert_array_equal(log.channel("valid_dq")[1], [0, 0])
+    assert summary.masked == {"q": 2, "dq": 3, "tau": 3}
+    assert log.extra["counts"]["unknown_joint_names"] == ["x"]
+    assert log.extra["effort"]["source"] == "joint_states"
+    assert log.extra["effort"]["timing"] == "applied_until_frame"
+
+
+def test_out_of_order_and_duplicate_stamps_are_kept_in_log_order_and_reported(tmp_path):
+    stamps = [10, 30, 20, 20, 40]
+    msgs = [("/joint_states", 100 + i, joint_state(s, ["a"], [float(i)])) for i, s in enumerate(stamps)]
+    bag = write_bag(tmp_path / "bag", msgs)
+    bag_to_log(bag, tmp_path / "out.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    np.testing.assert_array_equal(log.channel("q"), np.arange(5.0).reshape(5, 1))
+    np.testing.assert_allclose(log.times, (np.array(stamps) - 10) * 1e-9)
+    assert log.extra["counts"]["out_of_order"] == 1
+    assert log.extra["counts"]["duplicate_stamps"] == 1
+
+
+def test_clock_log_and_zero_stamps_fall_back_to_log_time(tmp_path):
+    msgs = [("/joint_states", 1000 * (i + 1), joint_state(0 if i == 1 else 5 + i, ["a"], [i])) for i in range(3)]
+    bag = write_bag(tmp_path / "bag", msgs)
+    header = bag_to_log(bag, tmp_path / "h.sklog.npz")
+    assert header.extra["counts"]["stamp_fallbacks"] == 1
+    log = bag_to_log(bag, tmp_path / "l.sklog.npz", clock="log")
+    assert log.extra["clock"] == "log"
+    np.testing.assert_allclose(skelarm.StateLog.load(tmp_path / "l.sklog.npz").times, [0, 1e-6, 2e-6])
+
+
+def test_float_array_commands_are_held_until_the_next_state(tmp_path):
+    msgs = []
+    for k in range(4):
+        msgs.append(("/joint_states", 100 * k, joint_state(100 * k, ["j1", "j2"], [k, k])))
+        msgs.append(("/effort_controller/commands", 100 * k + 50, float_array([k, -k])))
+    bag = write_bag(tmp_path / "bag", msgs)
+    summary = bag_to_log(bag, tmp_path / "out.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    np.testing.assert_array_equal(log.channel("tau"), [[0, 0], [1, -1], [2, -2], [3, -3]])
+    assert summary.extra["topics"]["commands"]["type"] == "std_msgs/msg/Float64MultiArray"
+
+
+def test_joints_option_orders_the_columns(tmp_path):
+    bag = write_bag(tmp_path / "bag", arm_messages(3))
+    assert main([str(bag), "-o", str(tmp_path / "o.sklog.npz"), "--joints", "c,a"]) == 0
+    log = skelarm.StateLog.load(tmp_path / "o.sklog.npz")
+    np.testing.assert_array_equal(log.channel("q")[0], [2.0, 0.0])
+    assert log.extra["joint_names"] == ["c", "a"]
+
+
+def test_skeleton_round_trips_through_the_urdf():
+    arm = skelarm.Skeleton.from_toml(SCENARIOS / "base_offset_robot.toml") if SCENARIOS.is_dir() else None
+    if arm is None:
+        pytest.skip(f"shared scenarios absent at {SCENARIOS}")
+    back, names = skeleton_from_urdf(skeleton_to_urdf(arm, ["s", "e", "w"][: arm.num_joints]))
+    assert names == ["s", "e", "w"][: arm.num_joints]
+    assert back.to_dict() == arm.to_dict()
+
+
+# ----------------------------------------------------------------------------- log_to_bag round trip
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_log_to_bag_then_bag_to_log_gives_back_the_arrays(tmp_path, storage):
+    if not SCENARIOS.is_dir():
+        pytest.skip(f"shared scenarios absent at {SCENARIOS}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = skelarm.run_scenario(skelarm.load_scenario(SCENARIOS / "reach.toml"))
+    force = np.column_stack([np.sin(log.times), np.cos(log.times)])
+    arrays = log.to_arrays()
+    with_force = skelarm.StateLog(log.build_skeleton(), producer="test")
+    for k, t in enumerate(arrays["time"]):
+        with_force.record(
+            t, **{name: arrays[name][k] for name in log.channel_names}, ext_force=force[k], stiffness=float(k)
+        )
+    log_to_bag(with_force, tmp_path / "bag", storage=storage)
+    bag_to_log(tmp_path / "bag", tmp_path / "back.sklog.npz")
+    back = skelarm.StateLog.load(tmp_path / "back.sklog.npz")
+    for name in ("q", "dq", "tau", "ext_force", "q_ref", "error", "stiffness"):
+        np.testing.assert_array_equal(back.channel(name), with_force.channel(name), err_msg=name)
+    np.testing.assert_allclose(back.times, with_force.times, atol=1e-9)
+    assert back.build_skeleton().to_dict() == log.build_skeleton().to_dict()
+    with open_bag(tmp_path / "bag") as bag:  # effort convention: frame k carries tau[k-1], zero at k=0
+        efforts = [m.effort for _, _, _, m in bag.messages(["/joint_states"])]
+    np.testing.assert_array_equal(efforts[0], [0.0, 0.0])
+    np.testing.assert_array_equal(efforts[5], log.channel("tau")[4])
+
+
+def test_log_to_bag_refuses_an_existing_output(tmp_path):
+    (tmp_path / "bag").mkdir()
+    log = skelarm.StateLog()
+    log.record(0.0, q=[0.0], dq=[0.0], tau=[0.0])
+    with pytest.raises(LogError, match="exists already"):
+        log_to_bag(log, tmp_path / "bag")
+
+
+# ----------------------------------------------------------------------------- real bags
+
+
+def test_aerial_bag_with_several_joint_state_topics_asks_which(tmp_path, capsys):
+    path = need(AERIAL / "ros2bag_killed_on_contact")
+    out = tmp_path / "out.sklog.npz"
+    assert main([str(path), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "3 sensor_msgs/msg/JointState topics" in err and "/servo/out/state (277 messages)" in err
+    assert "--joint-topic" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_aerial_bag_converts_with_empty_names_skipped_px4_types_and_masks(tmp_path):
+    path = need(AERIAL / "ros2bag_killed_on_contact")
+    with pytest.warns(UserWarning, match="empty name list"):
+        summary = bag_to_log(path, tmp_path / "out.sklog.npz", joint_topic="/servo/out/state")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    assert log.extra["joint_names"] == ["j1", "j2", "j3"]
+    assert len(log) == 277 and np.isfinite(log.channel("q")).all()
+    assert any("px4_msgs/msg/VehicleStatus" in note for note in log.extra["notes"])
+    assert summary.masked["tau"] == 277 * 3  # effort arrays are empty: NaN and masked, not deleted
+
+
+def test_aerial_bag_zero_stamps_fall_back_to_log_time(tmp_path):
+    path = need(AERIAL / "ros2bag_servo_serial_log")
+    with pytest.warns(UserWarning):
+        summary = bag_to_log(path, tmp_path / "o.sklog.npz", joint_topic="/servo/in/references/joint_references")
+    assert summary.extra["counts"]["stamp_fallbacks"] == summary.frames == 21
+    assert summary.masked["dq"] == 21 * 3
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_inputs_give_one_sentence_and_leave_no_output(tmp_path, capsys):
+    out = tmp_path / "out.sklog.npz"
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    garbage = tmp_path / "bad.db3"
+    garbage.write_bytes(b"not a database at all" * 100)
+    empty = tmp_path / "empty.mcap"
+    empty.write_bytes(b"")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    cases = {
+        str(tmp_path / "missing"): "does not exist",
+        str(text): "is not a bag",
+        str(garbage): "truncated or not a bag",
+        str(empty): "is empty",
+        str(folder): "is not a bag",
+    }
+    for path, phrase in cases.items():
+        assert main([path, "-o", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert phrase in err and "Traceback" not in err, (path, err)
+        assert err.count("\n") == 1
+        assert not out.exists()
+        assert not list(tmp_path.glob(".out.sklog.npz.*"))
+
+
+def test_a_chosen_topic_of_the_wrong_type_is_named(tmp_path):
+    bag = write_bag(tmp_path / "bag", arm_messages(3))
+    with pytest.raises(ConversionError, match=r"'/tip_wrench' \(--joint-topic\) is geometry_msgs/msg/WrenchStamped"):
+        bag_to_log(bag, tmp_path / "o.sklog.npz", joint_topic="/tip_wrench")
+    with pytest.raises(ConversionError, match="has no topic '/nope'"):
+        bag_to_log(bag, tmp_path / "o.sklog.npz", command_topic="nope")
+
+
+def test_truncated_mcap_fails_unless_recover_is_asked(tmp_path):
+    msgs = [
+        ("/joint_states", k * 1000, joint_state(k * 1000, ["a"], [float(k)] * 1, [0.0], [0.0])) for k in range(30000)
+    ]
+    bag = write_bag(tmp_path / "bag", msgs, storage="mcap")
+    mcap = next(bag.glob("*.mcap"))
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
+    out = tmp_path / "o.sklog.npz"
+    out.write_bytes(b"previous")
+    with pytest.raises(BagError, match="pass --recover"):
+        bag_to_log(cut, out)
+    assert out.read_bytes() == b"previous"  # a failure leaves the old output untouched
+    summary = bag_to_log(cut, out, recover=True)
+    log = skelarm.StateLog.load(out)
+    assert 0 < summary.frames < 30000
+    np.testing.assert_array_equal(log.channel("q")[:, 0], np.arange(summary.frames))
+    assert any("recovered" in note for note in log.extra["notes"])
+
+
+def test_progress_bar_and_skelarm_ros_run(tmp_path, capsys):
+    bag = write_bag(tmp_path / "bag", arm_messages(2500))
+    stream = io.StringIO()
+    bag_to_log(bag, tmp_path / "p.sklog.npz", progress=stream)
+    assert "100%" in stream.getvalue()
+    if "bag_to_log" not in cli.executables():
+        pytest.skip("the package is not installed with its console scripts")
+    assert cli.main(["run", "bag_to_log", str(bag), "-o", str(tmp_path / "r.sklog.npz")]) == 0
+    assert "frames of joints ['a', 'b', 'c']" in capsys.readouterr().out
