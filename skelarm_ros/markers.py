@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from skelarm.scenario import Task, active_target_index, multi_target_specs
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from numpy.typing import ArrayLike, NDArray
     from skelarm import Skeleton
 
@@ -44,6 +48,11 @@ TIP_PATH_COLOR: RGBA = (0.9, 0.1, 0.1, 0.8)  # red, like skelarm's tip trajector
 TARGET_COLOR: RGBA = (0.502, 0.0, 0.502, 1.0)  # purple, skelarm's default target colour
 EQUILIBRIUM_COLOR: RGBA = (1.0, 0.55, 0.0, 1.0)  # orange, the controller's equilibrium / reference
 FORCE_COLOR: RGBA = (0.85, 0.0, 0.0, 1.0)  # red, the external tip force
+
+# The parts of the scene, each one or more namespaces; a node draws the parts it knows.
+PARTS = ("arm", "tip_path", "target", "equilibrium", "tip_force")
+SIMULATOR_PARTS = ("arm", "tip_path", "target", "tip_force")  # the simulator knows state, goal and force
+CONTROLLER_PARTS = ("equilibrium",)  # the controller knows its equilibrium or reference point
 
 _RING_SEGMENTS = 48
 _RING_ANGLES = np.linspace(0.0, 2.0 * math.pi, _RING_SEGMENTS + 1)
@@ -367,8 +376,9 @@ def scene(
     equilibrium: ArrayLike | None = None,
     style: MarkerStyle | None = None,
     target_color: RGBA | None = None,
+    parts: Collection[str] = PARTS,
 ) -> list[MarkerShape]:
-    """Return every marker of the arm's scene, always the same namespaces in the same order.
+    """Return the markers of the arm's scene, always the same namespaces in the same order.
 
     Parameters
     ----------
@@ -390,24 +400,88 @@ def scene(
         Sizes and colours; default :class:`MarkerStyle()`.
     target_color : RGBA | None, optional
         The target's colour, e.g. from the task; default the style's.
+    parts : Collection[str], optional
+        Which parts of :data:`PARTS` to draw; a node draws only what it owns, so two
+        publishers on one ``markers`` topic never delete each other's markers.
 
     Returns
     -------
     list[MarkerShape]
-        Namespaces ``base_link``, ``links``, ``joints``, ``tip_path``, ``target``,
-        ``target_tolerance``, ``equilibrium``, ``tip_force``; those with nothing to
-        show have ``visible=False``.
+        In this order, for the parts asked for: ``base_link``, ``links``, ``joints``
+        (part ``arm``), ``tip_path``, ``target`` and ``target_tolerance`` (part
+        ``target``), ``equilibrium``, ``tip_force``. Those with nothing to show have
+        ``visible=False``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown part, or a bad point, tolerance or force.
     """
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        msg = f"unknown marker part(s) {unknown}; choose from {list(PARTS)}"
+        raise ValueError(msg)
     look = MarkerStyle() if style is None else style
     points = arm.points(q)
-    trail_points = np.zeros((0, 2)) if trail is None else trail.points()
-    return [
-        *arm_shapes(points, look),
-        tip_path_shape(trail_points, look),
-        *target_shapes(target, tolerance, look, target_color),
-        equilibrium_shape(equilibrium, look),
-        force_shape(points[-1], force, look),
-    ]
+    shapes: list[MarkerShape] = []
+    if "arm" in parts:
+        shapes += arm_shapes(points, look)
+    if "tip_path" in parts:
+        shapes.append(tip_path_shape(np.zeros((0, 2)) if trail is None else trail.points(), look))
+    if "target" in parts:
+        shapes += target_shapes(target, tolerance, look, target_color)
+    if "equilibrium" in parts:
+        shapes.append(equilibrium_shape(equilibrium, look))
+    if "tip_force" in parts:
+        shapes.append(force_shape(points[-1], force, look))
+    return shapes
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A reaching target of a scenario's task.
+
+    Attributes
+    ----------
+    position : NDArray[np.float64]
+        ``(x, y)`` in ``base`` (m).
+    color : str
+        The task's colour for it (a colour name or ``#rrggbb``).
+    tolerance : float | None
+        Success radius (m), or ``None``.
+    active : bool
+        Whether it is the goal sought (a multi-target task has one active target).
+    """
+
+    position: NDArray[np.float64]
+    color: str
+    tolerance: float | None
+    active: bool = True
+
+
+def goals_from_config(config: Mapping[str, Any]) -> list[Goal]:
+    """Return the targets of a scenario's ``[task]`` table, parsed by skelarm; empty when there is none.
+
+    A multi-target task gives every candidate with the active one marked.
+
+    Raises
+    ------
+    ValueError
+        If skelarm rejects the ``[task]`` table (the message says what is wrong).
+    """
+    section = config.get("task")
+    if not isinstance(section, Mapping):
+        return []
+    task = Task.from_dict(section)
+    if "targets" in task.params:
+        active = active_target_index(task)
+        return [
+            Goal(np.asarray(pos, dtype=np.float64), color, tolerance, index == active)
+            for index, (pos, _, color, tolerance) in enumerate(multi_target_specs(task))
+        ]
+    if task.target is None:
+        return []
+    return [Goal(np.asarray(task.target, dtype=np.float64), task.color, task.tolerance)]
 
 
 def color_rgba(color: str, alpha: float = 1.0) -> RGBA:

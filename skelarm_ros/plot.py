@@ -28,17 +28,15 @@ import sys
 import tomllib
 import warnings
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import skelarm
 from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
-from skelarm.scenario import Task, active_target_index, multi_target_specs
 
 from skelarm_ros.engine import sync_skeleton
-from skelarm_ros.markers import ArmGeometry
+from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -57,16 +55,6 @@ _FORCE_ARROWS = 12  # force arrows drawn along the tip path at most
 
 class PlotError(ValueError):
     """A log that cannot be plotted; the message names the file and the fix."""
-
-
-@dataclass(frozen=True)
-class Goal:
-    """A target to draw: position (m), colour, success radius (m) and whether it is the active one."""
-
-    position: NDArray[np.float64]
-    color: str
-    tolerance: float | None
-    active: bool = True
 
 
 def load_log(path: str | Path) -> skelarm.StateLog:
@@ -109,26 +97,6 @@ def _matrix(log: skelarm.StateLog, name: str) -> NDArray[np.float64] | None:
         return None
     values = np.asarray(log.channel(name), dtype=np.float64)
     return values.reshape(len(values), -1)
-
-
-def goals_from_config(config: dict[str, Any]) -> list[Goal]:
-    """Return the targets of a scenario's ``[task]`` table, parsed by skelarm (empty when there is none).
-
-    A multi-target task gives every candidate, the active one marked.
-    """
-    section = config.get("task")
-    if not isinstance(section, dict):
-        return []
-    task = Task.from_dict(section)
-    if "targets" in task.params:
-        active = active_target_index(task)
-        return [
-            Goal(np.asarray(pos, dtype=np.float64), color, tolerance, index == active)
-            for index, (pos, _, color, tolerance) in enumerate(multi_target_specs(task))
-        ]
-    if task.target is None:
-        return []
-    return [Goal(np.asarray(task.target, dtype=np.float64), task.color, task.tolerance)]
 
 
 def _safe_color(color: str) -> str:

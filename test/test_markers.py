@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tomllib
 
 import numpy as np
 import pytest
@@ -12,16 +13,19 @@ from conftest import SCENARIOS, random_arm
 from visualization_msgs.msg import Marker
 
 from skelarm_ros.markers import (
+    CONTROLLER_PARTS,
+    SIMULATOR_PARTS,
     ArmGeometry,
     MarkerKind,
     MarkerStyle,
     TipTrail,
     color_rgba,
     force_shape,
+    goals_from_config,
     scene,
     target_shapes,
 )
-from skelarm_ros.nodes.marker_msgs import arm_markers
+from skelarm_ros.nodes.marker_msgs import arm_markers, equilibrium_markers
 from skelarm_ros.scenario import load_arm
 
 NAMESPACES = [
@@ -166,3 +170,31 @@ def test_marker_array_is_in_base_with_the_stamp_and_deletes_what_is_hidden() -> 
         assert markers[hidden].action == Marker.DELETE
     stopped = arm_markers(arm, setup.q0, stamp, force=(0.0, 0.0))
     assert {m.ns: m.action for m in stopped.markers}["tip_force"] == Marker.DELETE
+
+
+def test_simulator_and_controller_parts_split_the_namespaces_between_them() -> None:
+    arm = ArmGeometry(0.0, np.array([1.0, 1.0]))
+    simulator = [shape.namespace for shape in scene(arm, [0.0, 0.0], parts=SIMULATOR_PARTS)]
+    controller = [shape.namespace for shape in scene(arm, [0.0, 0.0], parts=CONTROLLER_PARTS)]
+    assert sorted(simulator + controller) == sorted(NAMESPACES)
+    assert controller == ["equilibrium"]
+    with pytest.raises(ValueError, match=r"unknown marker part\(s\) \['arms'\]; choose from"):
+        scene(arm, [0.0, 0.0], parts=["arms"])
+    stamp = Time(sec=1)
+    (shown,) = equilibrium_markers((0.4, 0.9), stamp).markers
+    assert (shown.ns, shown.action, shown.type) == ("equilibrium", Marker.ADD, Marker.SPHERE)
+    assert (shown.pose.position.x, shown.pose.position.y, shown.header.frame_id) == (0.4, 0.9, "base")
+    (gone,) = equilibrium_markers(None, stamp).markers
+    assert (gone.ns, gone.action) == ("equilibrium", Marker.DELETE)
+
+
+def test_multi_target_scenario_marks_the_active_target() -> None:
+    config = tomllib.loads((SCENARIOS / "multi_target.toml").read_text())
+    goals = goals_from_config(config)
+    assert [goal.active for goal in goals] == [True, False, False]
+    assert [goal.color for goal in goals] == ["purple", "teal", "orange"]
+    assert goals_from_config({"skeleton": {}}) == []
+    goal = goals_from_config(tomllib.loads((SCENARIOS / "reach.toml").read_text()))[0]
+    assert goal.position.tolist() == [0.55, 1.21] and goal.tolerance == 0.02
+    with pytest.raises(ValueError, match="unknown task type 'juggling'"):
+        goals_from_config({"task": {"type": "juggling"}})

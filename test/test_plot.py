@@ -16,7 +16,8 @@ from matplotlib.quiver import Quiver
 
 from skelarm_ros import cli
 from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.plot import goals_from_config, load_log, plot_log
+from skelarm_ros.markers import goals_from_config
+from skelarm_ros.plot import load_log, plot_log
 
 REACH = SCENARIOS / "reach.toml"
 
@@ -106,14 +107,6 @@ def test_a_log_with_a_tip_force_gets_a_force_panel_and_arrows(push_log: Path, tm
     assert fx.min() == -15.0 and fx[0] == 0.0
     (arrows,) = [item for item in plane_axes(figure).collections if isinstance(item, Quiver)]
     assert np.allclose(arrows.U, -15.0) and np.allclose(arrows.V, 5.0)
-
-
-def test_multi_target_scenario_marks_the_active_target() -> None:
-    config = tomllib.loads((SCENARIOS / "multi_target.toml").read_text())
-    goals = goals_from_config(config)
-    assert [goal.active for goal in goals] == [True, False, False]
-    assert [goal.color for goal in goals] == ["purple", "teal", "orange"]
-    assert goals_from_config({"skeleton": {}}) == []
 
 
 def test_log_without_skeleton_takes_the_arm_from_scenario(tmp_path: Path, capsys) -> None:
