@@ -24,22 +24,22 @@ millisecond to build.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from skelarm_ros.conversions import BASE_FRAME
-from skelarm_ros.markers import PARTS, MarkerKind, MarkerStyle, equilibrium_shape, scene
+from skelarm_ros.markers import MarkerKind, MarkerStyle, equilibrium_shape, scene
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Iterable
 
     from builtin_interfaces.msg import Time
     from numpy.typing import ArrayLike
 
-    from skelarm_ros.markers import RGBA, ArmGeometry, MarkerShape, TipTrail
+    from skelarm_ros.markers import ArmGeometry, MarkerShape
 
 _TYPES = {
     MarkerKind.LINE_STRIP: Marker.LINE_STRIP,
@@ -82,21 +82,9 @@ def marker_array(shapes: Iterable[MarkerShape], stamp: Time, frame_id: str = BAS
 
 
 def arm_markers(
-    arm: ArmGeometry,
-    q: ArrayLike,
-    stamp: Time,
-    *,
-    trail: TipTrail | None = None,
-    force: ArrayLike | None = None,
-    target: ArrayLike | None = None,
-    tolerance: float | None = None,
-    equilibrium: ArrayLike | None = None,
-    style: MarkerStyle | None = None,
-    target_color: RGBA | None = None,
-    parts: Collection[str] = PARTS,
-    frame_id: str = BASE_FRAME,
+    arm: ArmGeometry, q: ArrayLike, stamp: Time, *, frame_id: str = BASE_FRAME, **options: Any
 ) -> MarkerArray:
-    """Build the arm's whole marker scene for the ``markers`` topic.
+    """Build the arm's marker scene for the ``markers`` topic.
 
     Parameters
     ----------
@@ -106,49 +94,26 @@ def arm_markers(
         Joint angles (rad), one per joint.
     stamp : Time
         The stamp of the state drawn (``builtin_interfaces/Time``, simulated time).
-    trail : TipTrail | None, optional
-        The tip's recent path; the caller appends the tip before calling.
-    force : ArrayLike | None, optional
-        External tip force ``(fx, fy)`` in ``base`` (N); ``None`` or zero draws no arrow.
-    target : ArrayLike | None, optional
-        Reaching goal ``(x, y)``; ``None``: none.
-    tolerance : float | None, optional
-        The target's success radius (m); ``None``: no ring.
-    equilibrium : ArrayLike | None, optional
-        The controller's equilibrium or reference point ``(x, y)``; ``None``: none.
-    style : MarkerStyle | None, optional
-        Sizes and colours.
-    target_color : RGBA | None, optional
-        The target's colour (e.g. ``color_rgba(task.color)``).
-    parts : Collection[str], optional
-        Which parts to draw (:data:`~skelarm_ros.markers.PARTS`); the simulator
-        draws :data:`~skelarm_ros.markers.SIMULATOR_PARTS`.
     frame_id : str, optional
         The plane's frame (default ``base``).
+    **options : Any
+        What else to draw, passed to :func:`skelarm_ros.markers.scene`: ``trail``
+        (a :class:`~skelarm_ros.markers.TipTrail`), ``force`` ``(fx, fy)`` in N,
+        ``target`` ``(x, y)``, ``tolerance`` (m), ``equilibrium`` ``(x, y)``,
+        ``style``, ``target_color`` and ``parts`` (the simulator passes
+        :data:`~skelarm_ros.markers.SIMULATOR_PARTS`).
 
     Returns
     -------
     MarkerArray
-        One marker per namespace of the parts, as :func:`skelarm_ros.markers.scene` lists them.
+        One marker per namespace of the parts drawn, in the order of :func:`~skelarm_ros.markers.scene`.
 
     Raises
     ------
     ValueError
         On an unknown part, a wrong number of joint angles, or a bad point, tolerance or force.
     """
-    shapes = scene(
-        arm,
-        q,
-        trail=trail,
-        force=force,
-        target=target,
-        tolerance=tolerance,
-        equilibrium=equilibrium,
-        style=style,
-        target_color=target_color,
-        parts=parts,
-    )
-    return marker_array(shapes, stamp, frame_id)
+    return marker_array(scene(arm, q, **options), stamp, frame_id)
 
 
 def equilibrium_markers(
