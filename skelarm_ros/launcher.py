@@ -250,6 +250,7 @@ class Runner:
         assert popen.stdout is not None
         reader = threading.Thread(target=self._forward, args=(planned.label, popen.stdout), daemon=True)
         reader.start()
+        self.say(_LABEL, f"started {planned.label} (pid {popen.pid})")
         return _Process(planned, popen, reader)
 
     def run(self, planned: Sequence[Planned]) -> int:

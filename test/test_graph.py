@@ -1,0 +1,306 @@
+"""The graph description: arguments, validation, node specs, and the launch file's parity with it."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, describe, normalize_namespace, resolve_arguments
+from skelarm_ros.launcher import find_executable, plan
+from skelarm_ros.scenario import bundled_scenarios
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCH_FILE = REPO / "launch" / "sim.launch.py"
+ROBOT_ONLY = """
+[skeleton]
+[[skeleton.link]]
+length = 1.0
+mass = 1.0
+inertia = 0.1
+[initial]
+q = [0.0]
+"""
+
+# Argument sets both launchers must turn into the same nodes.
+ARGUMENT_SETS = [
+    {},
+    {"mode": "lockstep", "duration": "2.5", "namespace": "arm1"},
+    {"hardware": "none", "namespace": "/lab/arm2/", "use_sim_time": "true"},
+    {"controller": "false", "duration": "1", "rviz": "true"},
+    {"scenario": "reach_four_dof_robot", "record": "/tmp/reach_bag", "mode": "lockstep"},
+]
+
+
+def by_executable(arguments: dict[str, str]) -> dict[str, object]:
+    return {spec.executable: spec for spec in describe(arguments)}
+
+
+def test_every_argument_has_a_default_and_a_description():
+    assert list(ARGUMENTS) == [
+        "scenario",
+        "mode",
+        "duration",
+        "namespace",
+        "hardware",
+        "controller",
+        "force_source",
+        "force_topic",
+        "record",
+        "use_sim_time",
+        "rviz",
+    ]
+    for argument in ARGUMENTS.values():
+        assert argument.description
+        assert not argument.choices or argument.default in argument.choices
+    # The defaults describe a valid graph: the bundled reach, simulated, with its controller.
+    specs = describe()
+    assert [spec.executable for spec in specs] == ["simulator", "controller"]
+    assert specs[0].parameters["scenario"] == str(bundled_scenarios()["reach"].resolve())
+    assert specs[0].parameters["mode"] == "realtime"
+    assert not specs[0].ends_graph
+
+
+def test_realtime_graph_uses_the_array_commands():
+    specs = by_executable({})
+    assert specs["simulator"].parameters["command_interface"] == "commands"
+    assert specs["controller"].parameters["command_interface"] == "commands"
+    assert specs["simulator"].parameters["wait_for_wrench"] is False
+
+
+def test_lockstep_sets_joint_commands_for_simulator_and_controller():
+    specs = by_executable({"mode": "lockstep", "duration": "2"})
+    for name in ("simulator", "controller"):
+        assert specs[name].parameters["command_interface"] == "joint_commands"
+    assert specs["simulator"].parameters["duration"] == 2.0
+    assert specs["simulator"].ends_graph
+    assert not specs["controller"].ends_graph
+
+
+def test_namespace_puts_every_node_under_it():
+    specs = describe({"namespace": "/arm1/", "rviz": "true", "record": "bag"})
+    assert {spec.namespace for spec in specs} == {"arm1"}
+    rsp = next(spec for spec in specs if spec.executable == "robot_state_publisher")
+    rviz = next(spec for spec in specs if spec.executable == "rviz2")
+    assert rsp.parameters["frame_prefix"] == "arm1/"
+    assert rviz.arguments[-2:] == ("-f", "arm1/base")
+    assert rsp.optional and rviz.optional
+    # Two arms side by side differ only in their namespace.
+    one, two = describe({"namespace": "arm1"}), describe({"namespace": "arm2"})
+    assert [(a.executable, a.parameters) for a in one] == [(b.executable, b.parameters) for b in two]
+
+
+def test_hardware_none_leaves_the_simulator_out():
+    specs = describe({"hardware": "none"})
+    assert [spec.executable for spec in specs] == ["controller"]
+    assert specs[0].parameters["command_interface"] == "commands"
+
+
+def test_rviz_robot_description_matches_the_scenario_and_is_set_aside_beside_the_simulator():
+    sim = by_executable({"rviz": "true"})["robot_state_publisher"]
+    assert '<joint name="j1" type="revolute">' in sim.parameters["robot_description"]
+    assert '<joint name="j3"' not in sim.parameters["robot_description"]
+    assert sim.remappings == (("robot_description", "robot_state_publisher/robot_description"),)
+    driver = by_executable({"rviz": "true", "hardware": "none"})["robot_state_publisher"]
+    assert driver.remappings == ()
+
+
+def test_force_replay_is_stepped_in_lockstep_and_the_simulator_waits_for_it(tmp_path):
+    source = tmp_path / "push.csv"
+    source.write_text("t,fx,fy\n0,1,0\n1,0,0\n")
+    specs = by_executable({"mode": "lockstep", "force_source": str(source)})
+    assert specs["force_replay"].parameters["mode"] == "stepped"
+    assert specs["force_replay"].parameters["source"] == str(source.resolve())
+    assert "topic" not in specs["force_replay"].parameters
+    assert specs["simulator"].parameters["wait_for_wrench"] is True
+    realtime = by_executable({"force_source": str(source), "force_topic": "/push"})
+    assert realtime["force_replay"].parameters["mode"] == "hold"
+    assert realtime["force_replay"].parameters["topic"] == "/push"
+    assert realtime["simulator"].parameters["wait_for_wrench"] is False
+
+
+def test_record_records_the_arm_topics(tmp_path):
+    realtime = by_executable({"record": str(tmp_path / "bag")})["recorder"]
+    assert realtime.parameters["output"] == str(tmp_path / "bag")
+    assert realtime.parameters["topics"] == [
+        "joint_states",
+        "effort_controller/commands",
+        "tip_wrench",
+        "tip",
+        "target",
+    ]
+    lockstep = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})["recorder"]
+    assert "joint_commands" in lockstep.parameters["topics"]
+
+
+def test_use_sim_time_reaches_every_node():
+    for value, expected in (("true", True), ("False", False)):
+        specs = describe({"use_sim_time": value, "rviz": "true"})
+        assert {spec.parameters["use_sim_time"] for spec in specs} == {expected}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sentence"),
+    [
+        ({"mod": "lockstep"}, "unknown launch argument 'mod'; the arguments are scenario, mode, duration"),
+        ({"mode": "fast"}, "mode 'fast' is not one of realtime, lockstep"),
+        ({"hardware": "real"}, "hardware 'real' is not one of sim, none"),
+        ({"controller": "yes"}, "controller 'yes' is not one of true, false"),
+        ({"duration": "-1"}, "duration '-1' must be zero (run until stopped) or a positive number"),
+        ({"duration": "nan"}, "duration 'nan' must be zero"),
+        ({"duration": "two"}, "duration 'two' must be zero"),
+        ({"namespace": "arm-1"}, "namespace 'arm-1' is not a ROS namespace"),
+        ({"namespace": "1arm"}, "namespace '1arm' is not a ROS namespace"),
+        ({"scenario": "no_such_scenario"}, "scenario file 'no_such_scenario' does not exist"),
+        ({"force_source": "/no/such/force.csv"}, "force_source '/no/such/force.csv' does not exist"),
+        ({"hardware": "none", "mode": "lockstep"}, "mode 'lockstep' needs hardware:=sim"),
+        ({"hardware": "none", "duration": "3"}, "duration needs hardware:=sim"),
+    ],
+)
+def test_bad_values_give_one_sentence(arguments, sentence):
+    with pytest.raises(GraphError) as raised:
+        describe(arguments)
+    assert str(raised.value).startswith(sentence)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_robot_only_scenario_runs_without_the_controller(tmp_path):
+    robot = tmp_path / "robot.toml"
+    robot.write_text(ROBOT_ONLY)
+    with pytest.raises(GraphError, match=r"has no \[task\] and \[controller\] tables.*controller:=false"):
+        describe({"scenario": str(robot)})
+    specs = describe({"scenario": str(robot), "controller": "false"})
+    assert [spec.executable for spec in specs] == ["simulator"]
+
+
+def test_resolve_arguments_fills_defaults_and_normalize_namespace():
+    values = resolve_arguments({"mode": "lockstep"})
+    assert values["mode"] == "lockstep"
+    assert values["scenario"] == ARGUMENTS["scenario"].default
+    assert normalize_namespace("") == ""
+    assert normalize_namespace("/lab//arm_1/") == "lab/arm_1"
+    assert math.isfinite(float(values["duration"]))
+
+
+# --- the launch file gives the same nodes as the launcher ------------------------------------
+
+
+def launcher_nodes(arguments, tmp_path):
+    """What the launcher starts: per node, (package, executable, full name, parameters, remappings, arguments)."""
+    found = []
+    for item in plan(describe(arguments), tmp_path, report=lambda _line: None):
+        words = item.command
+        ros = words.index("--ros-args")
+        rules = [words[i + 1] for i in range(ros, len(words)) if words[i] == "-r"]
+        name = next(rule.split(":=")[1] for rule in rules if rule.startswith("__node:="))
+        namespace = next((rule.split(":=")[1] for rule in rules if rule.startswith("__ns:=")), "")
+        document = yaml.safe_load(Path(words[words.index("--params-file") + 1]).read_text())
+        remaps = [tuple(rule.split(":=")) for rule in rules if not rule.startswith("__")]
+        if words[:4] == [find_executable(PACKAGE, "x")[0], "-m", "skelarm_ros.cli", "run"]:
+            package, executable, extra = PACKAGE, words[4], words[5:ros]
+        else:
+            package, executable, extra = Path(words[0]).parent.name, Path(words[0]).name, words[1:ros]
+        found.append(
+            (
+                package,
+                executable,
+                f"{namespace.rstrip('/')}/{name}",
+                document["/**"]["ros__parameters"],
+                remaps,
+                extra,
+                item.ends_graph,
+            )
+        )
+    return found
+
+
+class _ParamsLoader(yaml.SafeLoader):
+    """Reads launch_ros's parameter files, which write arrays as ``!!python/tuple`` (rcl reads them as arrays)."""
+
+
+_ParamsLoader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: loader.construct_sequence(node))
+
+
+def launch_file_nodes(arguments):
+    """What sim.launch.py starts, evaluated with launch_ros but without starting anything."""
+    from launch import LaunchContext
+    from launch.actions import EmitEvent, RegisterEventHandler
+    from launch.events import Shutdown
+    from launch.events.process import ProcessExited
+    from launch_ros.actions import Node
+
+    spec = importlib.util.spec_from_file_location("sim_launch", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    context = LaunchContext()
+    context.launch_configurations.update({name: argument.default for name, argument in ARGUMENTS.items()} | arguments)
+    actions = module.graph_actions(context)
+    handlers = [action.event_handler for action in actions if isinstance(action, RegisterEventHandler)]
+    found = []
+    for node in (action for action in actions if isinstance(action, Node)):
+        node._perform_substitutions(context)
+        parameters = {}
+        for path, is_file in node._Node__expanded_parameter_arguments:
+            assert is_file
+            for rules in yaml.load(Path(path).read_text(), Loader=_ParamsLoader).values():
+                parameters |= rules["ros__parameters"]
+        namespace = node.expanded_node_namespace if node.expanded_node_namespace.startswith("/") else ""
+        exited = ProcessExited(action=node, name=node.name, cmd=[], cwd=None, env=None, pid=1, returncode=0)
+        ends = [handler for handler in handlers if handler.matches(exited)]
+        for handler in ends:
+            (emit,) = handler.handle(exited, context)
+            assert isinstance(emit, EmitEvent)
+            assert isinstance(emit.event, Shutdown)
+        found.append(
+            (
+                node.node_package,
+                node.node_executable,
+                f"{namespace.rstrip('/')}/{node._Node__expanded_node_name}",
+                parameters,
+                [tuple(rule) for rule in node.expanded_remapping_rules or []],
+                list(node._Node__arguments or []),
+                bool(ends),
+            )
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    "arguments", ARGUMENT_SETS, ids=lambda a: " ".join(f"{k}:={v}" for k, v in a.items()) or "defaults"
+)
+def test_launcher_command_lines_carry_exactly_the_description(arguments, tmp_path):
+    specs = describe(arguments)
+
+    def everything(package, executable):
+        return [f"/opt/ros/lib/{package}/{executable}"] if package != PACKAGE else find_executable(package, executable)
+
+    planned = plan(specs, tmp_path, report=lambda _line: None, locate=everything)
+    assert len(planned) == len(specs)
+    for spec, item in zip(specs, planned, strict=True):
+        words = item.command
+        ros = words.index("--ros-args")
+        start = everything(spec.package, spec.executable)
+        assert words[: len(start)] == start
+        assert words[len(start) : ros] == list(spec.arguments)
+        rules = [words[i + 1] for i in range(ros, len(words)) if words[i] == "-r"]
+        assert f"__node:={spec.name}" in rules
+        assert (f"__ns:=/{spec.namespace}" in rules) == bool(spec.namespace)
+        assert [tuple(rule.split(":=")) for rule in rules if not rule.startswith("__")] == list(spec.remappings)
+        document = yaml.safe_load(Path(words[words.index("--params-file") + 1]).read_text())
+        assert document == {"/**": {"ros__parameters": spec.parameters}}
+        assert item.ends_graph == spec.ends_graph
+
+
+@pytest.mark.parametrize(
+    "arguments", ARGUMENT_SETS, ids=lambda a: " ".join(f"{k}:={v}" for k, v in a.items()) or "defaults"
+)
+def test_launch_file_and_launcher_start_the_same_nodes(arguments, tmp_path):
+    pytest.importorskip(
+        "launch_ros",
+        reason="launch_ros is not importable here (it comes with a ROS 2 distribution, not PyPI); "
+        "test_launcher_command_lines_carry_exactly_the_description checks the launcher against the description",
+    )
+    assert launch_file_nodes(arguments) == launcher_nodes(arguments, tmp_path)
