@@ -1,0 +1,108 @@
+"""skelarm-ros launch without ROS: argument parsing, planning, and stopping a graph of plain processes."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from skelarm_ros.graph import NodeSpec
+from skelarm_ros.launcher import LaunchError, Planned, Runner, main, parse_assignments, plan
+
+# A stand-in node: says hello, exits with `code` after `life` seconds, and on SIGINT says so and
+# exits 0 (or, with ignore, keeps running). `python -S` keeps it quick to start.
+NODE = """
+import signal, sys, time
+code, life, ignore = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "ignore"
+def on_sigint(signum, frame):
+    if not ignore:
+        print("got SIGINT", flush=True)
+        sys.exit(0)
+signal.signal(signal.SIGINT, on_sigint)
+print("hello", flush=True)
+end = time.monotonic() + life
+while time.monotonic() < end:
+    time.sleep(0.01)
+sys.exit(code)
+"""
+
+
+def node(label, code=0, life=60.0, *, ignore=False, ends_graph=False):
+    command = [sys.executable, "-S", "-c", NODE, str(code), str(life), "ignore" if ignore else "stop"]
+    return Planned(label, command, ends_graph)
+
+
+def run(planned, stop_timeout=5.0):
+    out = io.StringIO()
+    code = Runner(out=out, stop_timeout=stop_timeout).run(planned)
+    return code, out.getvalue().splitlines()
+
+
+def test_parse_assignments():
+    assert parse_assignments(["mode:=lockstep", "namespace:=", "mode:=realtime"]) == {
+        "mode": "realtime",
+        "namespace": "",
+    }
+    with pytest.raises(LaunchError, match="launch argument 'mode=lockstep' is not name:=value"):
+        parse_assignments(["mode=lockstep"])
+
+
+def test_a_node_that_ends_the_graph_stops_the_others_cleanly():
+    code, lines = run([node("simulator", life=0.5, ends_graph=True), node("controller")])
+    assert code == 0
+    assert "[simulator] hello" in lines
+    assert "[controller] got SIGINT" in lines
+    assert "[launch] simulator finished; stopping the graph" in lines
+
+
+def test_a_failing_node_stops_the_graph_with_a_non_zero_exit():
+    code, lines = run([node("simulator", code=3, life=0.3), node("controller")])
+    assert code == 1
+    assert "[launch] simulator failed with exit code 3; stopping the graph" in lines
+    assert "[controller] got SIGINT" in lines
+
+
+def test_a_node_that_ignores_sigint_gets_sigterm_and_counts_as_unclean():
+    runner_out = io.StringIO()
+    runner = Runner(out=runner_out, stop_timeout=0.5)
+    code = runner.run([node("simulator", life=0.3, ends_graph=True), node("stubborn", ignore=True)])
+    lines = runner_out.getvalue().splitlines()
+    assert code == 1
+    assert "[launch] stubborn did not stop after SIGINT" in lines
+    assert any(line.startswith("[launch] stubborn ended with exit code -15") for line in lines)
+
+
+def test_a_node_that_exits_cleanly_leaves_the_rest_running_until_all_are_done():
+    code, lines = run([node("once", life=0.1), node("later", life=0.6)])
+    assert code == 0
+    assert lines.index("[launch] once exited") < lines.index("[launch] later exited")
+
+
+def test_missing_executables(tmp_path):
+    def nothing(_package, _executable):
+        return None
+
+    reports = []
+    optional = NodeSpec("rviz2", "rviz2", "rviz2", "arm1", optional=True)
+    assert plan([optional], tmp_path, report=reports.append, locate=nothing) == []
+    assert reports == ["rviz2 is not installed, so 'arm1/rviz2' is not started; the rest of the graph goes on"]
+    with pytest.raises(LaunchError, match="executable 'simulator' of package 'skelarm_ros' was not found"):
+        plan([NodeSpec("skelarm_ros", "simulator", "simulator")], tmp_path, report=reports.append, locate=nothing)
+
+
+def test_main_reports_bad_arguments_in_one_sentence(capsys):
+    assert main(["sim", "mode:=fast"]) == 2
+    assert capsys.readouterr().err == "skelarm-ros launch: mode 'fast' is not one of realtime, lockstep\n"
+    assert main(["other"]) == 2
+    assert "no launch file 'other'; choose from sim" in capsys.readouterr().err
+    assert main(["sim.launch.py", "--show-args"]) == 0
+    assert "'hardware':" in capsys.readouterr().out
+
+
+def test_dry_run_prints_each_command_with_its_parameters(capsys):
+    assert main(["sim", "namespace:=arm1", "mode:=lockstep", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "run simulator --ros-args -r __node:=simulator -r __ns:=/arm1 --params-file" in out
+    assert "run controller --ros-args -r __node:=controller -r __ns:=/arm1 --params-file" in out
+    assert "command_interface: joint_commands" in out
