@@ -1,0 +1,219 @@
+"""System tests of ``skelarm-ros launch sim``: real processes over real DDS, a probe node watching.
+
+They check what test_launch_file.py checks through launch_testing, here where launch_testing is
+not installed: joint states arrive, the controller closes the loop, a reach ends at its target,
+every process exits cleanly; plus the lockstep and hardware:=none graphs and stopping on SIGINT.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+
+import pytest
+
+from skelarm_ros.scenario import resolve_scenario
+
+pytestmark = pytest.mark.slow
+
+rclpy = pytest.importorskip("rclpy")
+from geometry_msgs.msg import PointStamped  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+
+START_DEADLINE = 60.0  # s for the graph to start on a loaded machine
+STARTED = re.compile(r"^\[launch\] started (\S+) \(pid (\d+)\)$")
+
+
+def reach_target() -> tuple[float, float, float]:
+    """The bundled reach's target (x, y) and tolerance (m)."""
+    task = tomllib.loads(resolve_scenario("reach").read_text())["task"]
+    x, y = task["target"]["pos"]
+    return x, y, task["target"]["tolerance"]
+
+
+class Launch:
+    """``skelarm-ros launch sim`` as a process, its output collected line by line."""
+
+    def __init__(self, *arguments: str) -> None:
+        command = [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(os.environ)
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in iter(self.process.stdout.readline, b""):
+            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def node_pids(self) -> dict[str, int]:
+        """The launched nodes' pids, from the launcher's 'started' lines."""
+        return {m[1]: int(m[2]) for m in (STARTED.match(line) for line in list(self.lines)) if m}
+
+    def wait(self, timeout: float) -> int:
+        code = self.process.wait(timeout)
+        self._reader.join(5.0)
+        return code
+
+    def end(self) -> None:
+        """End the launcher (and so its nodes) if a test left it running."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(20.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for pid in self.node_pids().values():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is ended, only not yet reaped by its (gone) parent.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Probe:
+    """A node in a private context that records an arm graph's topics."""
+
+    def __init__(self, namespace: str) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("probe", namespace=namespace, context=self.context)
+        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.states: list[JointState] = []
+        self.tips: list[PointStamped] = []
+        self.commands: list[Float64MultiArray] = []
+        self.joint_commands: list[JointState] = []
+        self.subscriptions = [
+            self.node.create_subscription(JointState, "joint_states", self.states.append, reliable),
+            self.node.create_subscription(PointStamped, "tip", self.tips.append, reliable),
+            self.node.create_subscription(
+                Float64MultiArray, "effort_controller/commands", self.commands.append, reliable
+            ),
+            self.node.create_subscription(JointState, "joint_commands", self.joint_commands.append, reliable),
+        ]
+
+    def spin_until(self, condition, deadline: float) -> bool:
+        """Spin until ``condition()`` holds or ``deadline`` (monotonic) passes; return whether it held."""
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            self.executor.spin_once(timeout_sec=0.05)
+        return condition()
+
+    def close(self) -> None:
+        try:
+            for subscription in self.subscriptions:
+                self.node.destroy_subscription(subscription)
+            self.executor.remove_node(self.node)
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def probe_arm1():
+    probe = Probe("arm1")
+    yield probe
+    probe.close()
+
+
+def run_to_end(probe: Probe, launch: Launch, budget: float) -> int:
+    """Spin the probe while the launched graph runs; return the launcher's exit code."""
+    try:
+        ended = probe.spin_until(lambda: launch.process.poll() is not None, time.monotonic() + budget)
+        assert ended, f"the graph did not end within {budget} s:\n{launch.output()}"
+        probe.spin_until(lambda: False, time.monotonic() + 0.3)  # what is still in flight
+        return launch.wait(10.0)
+    finally:
+        launch.end()
+
+
+def assert_reached(probe: Probe, launch: Launch) -> None:
+    x, y, tolerance = reach_target()
+    assert len(probe.states) > 100, launch.output()
+    start, end = probe.states[0].position, probe.states[-1].position
+    assert max(abs(a - b) for a, b in zip(start, end, strict=True)) > 0.1, "the arm did not move"
+    tip = probe.tips[-1].point
+    assert math.hypot(tip.x - x, tip.y - y) < tolerance, f"tip ended at ({tip.x:.3f}, {tip.y:.3f}), not ({x}, {y})"
+
+
+def assert_all_ended_cleanly(launch: Launch, code: int, expected: set[str]) -> None:
+    assert code == 0, launch.output()
+    pids = launch.node_pids()
+    assert set(pids) == expected, launch.output()
+    assert not [label for label, pid in pids.items() if alive(pid)]
+    assert not [line for line in launch.lines if "failed" in line or "ended with exit code" in line]
+
+
+def test_realtime_reach_ends_at_its_target_and_the_graph_ends_with_the_duration(probe_arm1):
+    launch = Launch("namespace:=arm1", "duration:=4.0")
+    code = run_to_end(probe_arm1, launch, START_DEADLINE + 30.0)
+    assert_all_ended_cleanly(launch, code, {"arm1/simulator", "arm1/controller"})
+    assert "[launch] arm1/simulator finished; stopping the graph" in launch.lines
+    # The controller closes the loop: its commands arrive, and they move the arm onto the target.
+    assert len(probe_arm1.commands) > 100
+    assert any(abs(value) > 1e-3 for message in probe_arm1.commands for value in message.data)
+    assert_reached(probe_arm1, launch)
+
+
+def test_lockstep_answers_every_state_and_ends_at_the_target(probe_arm1):
+    launch = Launch("namespace:=arm1", "mode:=lockstep", "duration:=2.5")
+    code = run_to_end(probe_arm1, launch, START_DEADLINE + 60.0)
+    assert_all_ended_cleanly(launch, code, {"arm1/simulator", "arm1/controller"})
+    steps = round(2.5 / 0.002)
+    assert len(probe_arm1.states) == steps + 1, launch.output()
+    state_stamps = [(m.header.stamp.sec, m.header.stamp.nanosec) for m in probe_arm1.states]
+    answered = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in probe_arm1.joint_commands}
+    assert set(state_stamps[:steps]) <= answered
+    assert_reached(probe_arm1, launch)
+
+
+def test_hardware_none_drives_a_driver_and_stops_on_sigint():
+    probe = Probe("arm2")
+    launch = Launch("namespace:=arm2", "hardware:=none")
+    try:
+        driver = probe.node.create_publisher(JointState, "joint_states", 10)
+        state = JointState(name=["j1", "j2"], position=[0.6, 1.0], velocity=[0.0, 0.0], effort=[0.0, 0.0])
+
+        def answered() -> bool:
+            state.header.stamp.nanosec += 2_000_000  # one 2 ms step later each time
+            driver.publish(state)
+            return len(probe.commands) > 0
+
+        assert probe.spin_until(answered, time.monotonic() + START_DEADLINE), launch.output()
+        assert len(probe.commands[-1].data) == 2
+        launch.process.send_signal(signal.SIGINT)
+        code = launch.wait(30.0)
+    finally:
+        launch.end()
+        probe.close()
+    assert_all_ended_cleanly(launch, code, {"arm2/controller"})
+    assert "[launch] stop requested; stopping the graph" in launch.lines
