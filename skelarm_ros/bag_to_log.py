@@ -129,6 +129,7 @@ class _NameMap:
         self._index = np.array([where.get(name, -1) for name in self.joints], dtype=np.intp)
         self._complete = bool((self._index >= 0).all())
         self._count = len(names)
+        self._identity = self._complete and self._index.tolist() == list(range(len(names)))
 
     def fill(self, row: NDArray[np.float64], names: list[str], values: Any) -> None:
         """Write ``values`` (one per name in ``names``) into ``row`` by name; the rest stays NaN."""
@@ -137,7 +138,7 @@ class _NameMap:
         if len(values) == 0:
             return
         if self._complete and len(values) == self._count:
-            row[:] = np.asarray(values)[self._index]
+            row[:] = values if self._identity else np.asarray(values)[self._index]
             return
         for j, k in enumerate(self._index):
             if 0 <= k < len(values):
@@ -556,7 +557,8 @@ def bag_to_log(
         bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
         for topic, msgtype, log_time, message in bag.messages(wanted):
             counts["messages_read"] += 1
-            bar.update(counts["messages_read"])
+            if bar.stream is not None:
+                bar.update(counts["messages_read"])
             if topic == joint_topic:
                 if statemap is None:
                     first = list(message.name)

@@ -205,8 +205,12 @@ def _connection_stream(
         chosen = [conn for conn in connections if conn.topic in wanted]
         if not chosen:
             return
-        for conn, timestamp, data in messages(chosen):
-            yield conn.topic, conn.msgtype, timestamp, zstd.decompress(data) if decompress else data
+        if decompress:
+            for conn, timestamp, data in messages(chosen):
+                yield conn.topic, conn.msgtype, timestamp, zstd.decompress(data)
+        else:
+            for conn, timestamp, data in messages(chosen):
+                yield conn.topic, conn.msgtype, timestamp, data
 
     return source
 
