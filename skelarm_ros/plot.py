@@ -224,7 +224,7 @@ def plot_log(
         )
     if lower == "force":
         assert force is not None
-        names = _columns(log, "ext_force", force.shape[1], "f")
+        names = _columns(log, "ext_force", force.shape[1], "f") if force.shape[1] != 2 else ["fx", "fy"]
         for k, name in enumerate(names):
             axes[2].plot(t, force[:, k], color=_FORCE_COLORS[k % 3], label=name)
         if force.shape[1] == 2:
