@@ -421,7 +421,8 @@ class RecordedForce:
         Parameters
         ----------
         path : str | Path
-            A rosbag2 directory (sqlite3 or MCAP) or a ROS 1 ``.bag`` file.
+            Any bag :func:`skelarm_ros.bags.open_bag` reads: a rosbag2 directory
+            (sqlite3 or MCAP, split, compressed), a ``.db3`` / ``.mcap`` file or a ROS 1 ``.bag``.
         topic : str
             The wrench topic.
         time_offset : float, optional
@@ -637,30 +638,32 @@ def _same_topic(name: str, wanted: str) -> bool:
 
 def _read_wrenches(path: Path, topic: str) -> Iterator[tuple[int, Any]]:
     """Yield ``(header stamp in ns, message)`` of a bag's WrenchStamped topic, in log order."""
-    from rosbags.highlevel import AnyReader, AnyReaderError
-    from rosbags.typesys import Stores, get_typestore
+    from skelarm_ros.bags import BagError, open_bag
 
     source = f"bag '{path}'"
     try:
-        with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
-            connections = [c for c in reader.connections if _same_topic(c.topic, topic)]
-            if not connections:
-                wrenches = sorted({c.topic for c in reader.connections if c.msgtype in WRENCH_TYPES})
+        with open_bag(path) as bag:
+            names = [name for name in bag.topics if _same_topic(name, topic)]
+            if not names:
+                wrenches = sorted(name for name, info in bag.topics.items() if info.msgtype in WRENCH_TYPES)
                 msg = f"{source} has no topic '{topic}'; its WrenchStamped topics are {wrenches}"
                 raise ForceSourceError(msg)
-            wrong = [c for c in connections if c.msgtype not in WRENCH_TYPES]
-            if wrong:
-                msg = f"{source} topic '{topic}' carries {wrong[0].msgtype}, not geometry_msgs/msg/WrenchStamped"
+            info = bag.topics[names[0]]
+            if info.msgtype not in WRENCH_TYPES:
+                msg = f"{source} topic '{names[0]}' carries {info.msgtype}, not geometry_msgs/msg/WrenchStamped"
                 raise ForceSourceError(msg)
-            for connection, _, raw in reader.messages(connections=connections):
-                message: Any = reader.deserialize(raw, connection.msgtype)
+            for _, _, _, message in bag.messages(names[:1]):
                 stamp = message.header.stamp
                 yield stamp.sec * 1_000_000_000 + stamp.nanosec, message
-    except ForceSourceError:
-        raise
-    except (AnyReaderError, OSError, ValueError, KeyError) as error:
-        msg = f"{source} cannot be read ({error}); give a rosbag2 directory or a ROS 1 .bag file"
-        raise ForceSourceError(msg) from None
+            skipped = bag.skipped_messages.get(names[0], 0)
+            if skipped:
+                msg = (
+                    f"{source} topic '{names[0]}' has {skipped} message(s) that cannot be decoded; "
+                    "a force with gaps is not replayed, repair or re-record the bag"
+                )
+                raise ForceSourceError(msg)
+    except BagError as error:
+        raise ForceSourceError(str(error)) from None
 
 
 __all__ = ["ForcePlayer", "ForceSourceError", "RecordedForce", "ReplayStep", "load_force"]

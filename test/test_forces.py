@@ -426,5 +426,9 @@ def test_bad_bags_are_refused(tmp_path: Path) -> None:
         load_force(repeated, topic="/w")
     not_a_bag = tmp_path / "empty_dir"
     not_a_bag.mkdir()
-    with pytest.raises(ForceSourceError, match="cannot be read"):
+    with pytest.raises(ForceSourceError, match="is not a bag"):
         load_force(not_a_bag, topic="/w")
+    garbage = tmp_path / "garbage.db3"
+    garbage.write_bytes(b"this is not sqlite")
+    with pytest.raises(ForceSourceError, match=r"garbage\.db3"):
+        load_force(garbage, topic="/w")
