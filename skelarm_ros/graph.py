@@ -327,16 +327,17 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     if replay:
         replay_parameters: dict[str, ParameterValue] = {
             "source": force_source,
+            "scenario": scenario_path,  # its step is the replay's
             "mode": "stepped" if lockstep else "hold",
+            # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
+            "timing": "clock" if simulate else "timer",
         }
         if values["force_topic"]:
             replay_parameters["topic"] = values["force_topic"]
         specs.append(node("force_replay", replay_parameters))
     if values["record"]:
-        topics = ["joint_states", command_interface, "tip_wrench", "tip", "target"]
-        if command_interface == "commands":
-            topics[1] = "effort_controller/commands"
-        specs.append(node("recorder", {"output": str(Path(values["record"]).expanduser().resolve()), "topics": topics}))
+        # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
+        specs.append(node("recorder", {"output": str(Path(values["record"]).expanduser().resolve())}))
     if _flag(values, "rviz"):
         specs.extend(_visualisation(arm.skeleton, namespace, use_sim_time, remap_description=simulate))
     return specs

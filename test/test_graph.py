@@ -122,18 +122,19 @@ def test_force_replay_is_stepped_in_lockstep_and_the_simulator_waits_for_it(tmp_
     assert realtime["simulator"].parameters["wait_for_wrench"] is False
 
 
-def test_record_records_the_arm_topics(tmp_path):
-    realtime = by_executable({"record": str(tmp_path / "bag")})["recorder"]
-    assert realtime.parameters["output"] == str(tmp_path / "bag")
-    assert realtime.parameters["topics"] == [
-        "joint_states",
-        "effort_controller/commands",
-        "tip_wrench",
-        "tip",
-        "target",
-    ]
-    lockstep = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})["recorder"]
-    assert "joint_commands" in lockstep.parameters["topics"]
+def test_record_starts_the_recorder_with_its_own_topic_list(tmp_path):
+    recorder = by_executable({"record": str(tmp_path / "bag")})["recorder"]
+    assert recorder.parameters == {"output": str(tmp_path / "bag"), "use_sim_time": False}
+
+
+def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_path):
+    source = tmp_path / "push.csv"
+    source.write_text("t,fx,fy\n0,1,0\n1,0,0\n")
+    simulated = by_executable({"force_source": str(source)})["force_replay"]
+    assert simulated.parameters["timing"] == "clock"
+    assert simulated.parameters["scenario"] == str(bundled_scenarios()["reach"].resolve())
+    driver = by_executable({"force_source": str(source), "hardware": "none"})["force_replay"]
+    assert driver.parameters["timing"] == "timer"
 
 
 def test_use_sim_time_reaches_every_node():
