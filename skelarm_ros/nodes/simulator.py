@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 NODE_NAME = "simulator"
 WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
+SPIN_SLICE = 0.5  # s, the longest the main loop spins before checking for the end
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
 
 # Reliable keep-all: a slow reliable reader holds the loop back instead of losing steps.
@@ -492,7 +493,9 @@ def main(args: list[str] | None = None) -> int:
             executor = SingleThreadedExecutor()
         executor.add_node(node)
         try:
-            executor.spin_until_future_complete(node.finished)
+            # Bounded spins: EventsExecutor's unbounded spin_until_future_complete can miss the future.
+            while not node.finished.done() and rclpy.ok():
+                executor.spin_until_future_complete(node.finished, timeout_sec=SPIN_SLICE)
         except (KeyboardInterrupt, ExternalShutdownException):
             return 0
         code = int(node.finished.result() or 0) if node.finished.done() else 0
