@@ -18,6 +18,7 @@ from importlib.metadata import entry_points
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
+    "demo": ("skelarm_ros.demo:main", "run the simulator headless for a few seconds and show what it publishes"),
     "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
     "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
 }
