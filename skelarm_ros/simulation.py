@@ -209,6 +209,7 @@ class Simulation:
         self._commanding = False
         self._lapsed_once = False
         self.force = np.zeros(2)
+        self.applied_force = self.force
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -340,12 +341,14 @@ class Simulation:
         if self.paused or self.halted:
             return False
         applied = self.clamp(tau)
+        pushed = self.force if force is None else force
         try:
-            self.engine.step(applied, self.force if force is None else force)
+            self.engine.step(applied, pushed)
         except NonFiniteStateError as error:
             self.halted = f"{error}; integration stopped, call simulator/reset to start again"
             return False
         self.effort = applied
+        self.applied_force = pushed
         self.steps += 1
         return True
 
@@ -353,6 +356,7 @@ class Simulation:
         """Go back to the initial state; time restarts at 0 and the effort is zero again."""
         self.engine.set_state(self._q0, self._dq0, 0.0)
         self.effort = self._zero
+        self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
 

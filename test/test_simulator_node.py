@@ -367,3 +367,37 @@ def test_robot_description_is_latched(context: rclpy.Context) -> None:
         executor.shutdown()
         probe.destroy_node()
         node.destroy_node()
+
+
+def test_markers_show_the_arm_target_and_applied_force(context: rclpy.Context) -> None:
+    node = make(context, markers_rate=30.0)
+    sent: list[Any] = []
+    assert node.marker_pub is not None
+    node.marker_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
+    node.marker_pub.publish = sent.append  # type: ignore[method-assign]
+    try:
+        force = np.array([3.0, -1.0])
+        node.sim.hold_force(force)
+        node.tick()  # first tick publishes the initial state
+        node.tick()
+        node.publish_markers()
+        spaces = {marker.ns: marker for marker in sent[-1].markers}
+        assert {"tip_force", "tip_path", "target"} <= set(spaces)
+        arrows = [m for m in sent[-1].markers if m.type == m.ARROW and m.action == m.ADD]
+        assert len(arrows) == 1
+        start, end = arrows[0].points
+        tip = node.sim.tip()
+        assert (start.x, start.y) == pytest.approx(tuple(tip))
+        direction = np.array([end.x - start.x, end.y - start.y])
+        assert direction / np.linalg.norm(direction) == pytest.approx(force / np.linalg.norm(force))
+        assert all(marker.header.frame_id == "base" for marker in sent[-1].markers)
+    finally:
+        node.destroy_node()
+
+
+def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
+    node = make(context, markers_rate=0.0)
+    try:
+        assert node.marker_pub is None
+    finally:
+        node.destroy_node()

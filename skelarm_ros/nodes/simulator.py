@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
@@ -32,8 +33,11 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
+from visualization_msgs.msg import MarkerArray
 
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
+from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
+from skelarm_ros.nodes.marker_msgs import arm_markers
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import (
     COMMAND,
@@ -164,6 +168,11 @@ class SimulatorNode(Node):
                 _descriptor("lockstep: also wait for the tip_wrench stamped with each step's time", read_only=True),
             ).value
         )
+        markers_rate = declare(
+            "markers_rate",
+            30.0,
+            _descriptor("rate (Hz, wall time) of the markers for rviz; 0 turns them off", read_only=True, low=0.0),
+        ).value
         check_mode(self.mode, self.command_interface)
         rtf = check_positive("real_time_factor", rtf, "simulated s per wall s")
         arm = load_arm(scenario or None)
@@ -209,6 +218,15 @@ class SimulatorNode(Node):
         self.description_pub.publish(
             String(data=skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=limits or None))
         )
+
+        self.marker_pub: Publisher | None = None
+        if markers_rate > 0.0:
+            self._marker_arm = ArmGeometry.from_skeleton(arm.skeleton)
+            self._trail = TipTrail()
+            self._goal = next((goal for goal in goals_from_config(arm.config) if goal.active), None)
+            self.marker_pub = self.create_publisher(MarkerArray, "markers", 10)
+            self.create_subscription(PointStamped, "target", self._on_target, 10)
+            self.create_timer(1.0 / markers_rate, self.publish_markers, clock=self._steady)
 
         self.started = False
         self._wait_since = 0.0
@@ -311,6 +329,8 @@ class SimulatorNode(Node):
 
     def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self.sim.reset()
+        if self.marker_pub is not None:
+            self._trail.clear()
         self._told_halt = False
         if not self.lockstep or self.started:
             self._begin_step()
@@ -360,6 +380,35 @@ class SimulatorNode(Node):
         self.tip_pub.publish(tip)
         for listener in self.state_listeners:
             listener(self, (sec, nanosec))
+
+    def _on_target(self, msg: PointStamped) -> None:
+        """Show a live reaching goal (the controller follows ``target``) instead of the scenario's."""
+        position = np.array([msg.point.x, msg.point.y])
+        if msg.header.frame_id in ("", BASE_FRAME) and np.isfinite(position).all():
+            tolerance = None if self._goal is None else self._goal.tolerance
+            color = "purple" if self._goal is None else self._goal.color
+            self._goal = Goal(position, color, tolerance)
+
+    def publish_markers(self) -> None:
+        """Publish the arm, its tip path, the scenario's target and the applied tip force as markers."""
+        if self.marker_pub is None or self.marker_pub.get_subscription_count() == 0:
+            return
+        sec, nanosec = self.sim.stamp()
+        self._trail.append(self.sim.tip())
+        goal = self._goal
+        self.marker_pub.publish(
+            arm_markers(
+                self._marker_arm,
+                self.sim.engine.q,
+                TimeMsg(sec=sec, nanosec=nanosec),
+                trail=self._trail,
+                force=self.sim.applied_force,
+                target=None if goal is None else goal.position,
+                tolerance=None if goal is None else goal.tolerance,
+                target_color=None if goal is None else color_rgba(goal.color),
+                parts=SIMULATOR_PARTS,
+            )
+        )
 
     def _begin_step(self) -> None:
         if self.lockstep:
