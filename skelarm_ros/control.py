@@ -192,6 +192,41 @@ _PLUGIN_NAMES: set[str] = set()  # the types registered from entry points
 # -- the control loop ---------------------------------------------------------------------------------
 
 
+def command_order(joint_names: Sequence[str], command_joints: Sequence[str]) -> list[int]:
+    """Where each command joint sits in ``joint_names``: the permutation that puts a torque in command order.
+
+    A driver takes ``effort_controller/commands`` in the order of its own ``joints``
+    parameter, which need not be the arm's order; ``torque[order]`` is the torque in
+    that order.
+
+    Parameters
+    ----------
+    joint_names : Sequence[str]
+        The arm's joints, in arm order.
+    command_joints : Sequence[str]
+        The same names in the order the commands carry them; empty for ``joint_names``.
+
+    Returns
+    -------
+    list[int]
+        One index into ``joint_names`` per command joint.
+
+    Raises
+    ------
+    ValueError
+        If ``command_joints`` is not a reordering of ``joint_names``.
+    """
+    if len(command_joints) == 0:
+        return list(range(len(joint_names)))
+    if sorted(command_joints) != sorted(joint_names) or len(set(command_joints)) != len(command_joints):
+        msg = (
+            f"command_joints {list(command_joints)} must name each of joint_names {list(joint_names)} once, "
+            "in the order the driver takes its commands (its joints parameter)"
+        )
+        raise ValueError(msg)
+    return [list(joint_names).index(name) for name in command_joints]
+
+
 def channel_columns(name: str, value: ArrayLike, joint_names: Sequence[str]) -> list[str] | None:
     """Column names of a controller channel as published, or ``None`` for a point channel.
 
@@ -257,9 +292,13 @@ class ControlLoop:
         and restarts its time; ``reject``: such a state is rejected.
     effort_limits : Sequence[float], optional
         Per-joint torque bounds (N*m); empty for none.
+    command_joints : Sequence[str], optional
+        ``joint_names`` in the order the commands carry them; empty for ``joint_names``.
 
     Attributes
     ----------
+    command_joints : list[str]
+        The joints in command order (:meth:`command_torque`).
     rejected : int
         States (and targets) rejected so far.
     restarts : int
@@ -275,11 +314,14 @@ class ControlLoop:
         fast_model: bool = True,
         time_reversal: str = "reset",
         effort_limits: Sequence[float] = (),
+        command_joints: Sequence[str] = (),
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
         self.skeleton = scenario.skeleton.clone()
         self.num_joints: int = self.skeleton.num_joints
         self.joint_names = check_joint_names(list(joint_names), self.num_joints)
+        self._command_order = command_order(self.joint_names, list(command_joints))
+        self.command_joints = [self.joint_names[index] for index in self._command_order]
         self.dt = float(scenario.simulator.dt if dt is None else dt)
         if not (math.isfinite(self.dt) and self.dt > 0.0):
             msg = f"the control step dt must be a positive number of seconds, got {self.dt!r}"
@@ -340,6 +382,10 @@ class ControlLoop:
             msg = f"effort_limits must all be positive (N*m; inf for no bound), got {values}"
             raise ValueError(msg)
         self.effort_limits = np.array(values)
+
+    def command_torque(self, torque: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Return a torque given in ``joint_names`` order in :attr:`command_joints` order."""
+        return torque[self._command_order]
 
     # -- target -----------------------------------------------------------------------------------
 
@@ -493,6 +539,7 @@ def build_control_loop(
     fast_model: bool = True,
     time_reversal: str = "reset",
     effort_limits: Sequence[float] = (),
+    command_joints: Sequence[str] = (),
 ) -> tuple[ControlLoop, list[str]]:
     """Load the controller plugins and a scenario, and build its :class:`ControlLoop`.
 
@@ -500,7 +547,7 @@ def build_control_loop(
     ----------
     scenario : str | Path | None
         A scenario path or bundled name; ``None`` / ``""`` for the default.
-    joint_names, fast_model, time_reversal, effort_limits
+    joint_names, fast_model, time_reversal, effort_limits, command_joints
         As for :class:`ControlLoop`.
     dt : float, optional
         The control step; ``0`` for the scenario's ``[simulator].dt``. Another step
@@ -540,5 +587,6 @@ def build_control_loop(
         fast_model=fast_model,
         time_reversal=time_reversal,
         effort_limits=effort_limits,
+        command_joints=command_joints,
     )
     return loop, problems

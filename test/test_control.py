@@ -21,6 +21,7 @@ from skelarm_ros.control import (
     FastJointSpaceMPC,
     build_control_loop,
     channel_columns,
+    command_order,
     has_fast_model,
     with_fast_model,
 )
@@ -154,6 +155,23 @@ def test_loop_maps_joints_by_name_and_ignores_extra_ones():
     swapped = other.control(["gripper", "j2", "j1"], [9.0, 0.2, 0.1], [9.0, 0.0, 0.0], 0)
     np.testing.assert_array_equal(first.torque, swapped.torque)
     assert set(first.channels) == {"q_ref", "error"}
+
+
+def test_command_joints_put_the_torque_in_the_drivers_order():
+    loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"], command_joints=["elbow", "shoulder"])
+    assert loop.command_joints == ["elbow", "shoulder"]
+    torque = loop.control(["elbow", "shoulder"], [0.2, 0.1], [0.0, 0.0], 0).torque
+    np.testing.assert_array_equal(loop.command_torque(torque), torque[::-1])
+    same, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
+    assert same.command_joints == ["shoulder", "elbow"]
+    np.testing.assert_array_equal(same.command_torque(torque), torque)
+    assert command_order(["a", "b", "c"], ["c", "a", "b"]) == [2, 0, 1]
+
+
+@pytest.mark.parametrize("bad", [["elbow"], ["elbow", "elbow"], ["elbow", "wrist"], ["elbow", "shoulder", "x"]])
+def test_command_joints_must_reorder_the_joint_names(bad):
+    with pytest.raises(ValueError, match="command_joints"):
+        build_control_loop("reach", joint_names=["shoulder", "elbow"], command_joints=bad)
 
 
 @pytest.mark.parametrize(

@@ -85,6 +85,29 @@ def test_float64_commands_in_joint_order(make_node):
     assert all(math.isfinite(value) for value in command.data)
 
 
+@pytest.mark.parametrize("interface", ["commands", "joint_commands"])
+def test_commands_follow_the_command_joints_order(make_node, interface):
+    node = make_node(
+        command_interface=interface, joint_names=["shoulder", "elbow"], command_joints=["elbow", "shoulder"]
+    )
+    capture = _Capture()
+    node._command_pub = capture
+    node._on_joint_state(_state(["elbow", "shoulder"], [0.2, 0.1], [0.0, 0.0], 0))
+    loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
+    shoulder, elbow = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
+    (command,) = capture.messages
+    if interface == "joint_commands":
+        assert list(command.name) == ["elbow", "shoulder"]
+        assert list(command.effort) == [elbow, shoulder]
+    else:
+        assert list(command.data) == [elbow, shoulder]
+
+
+def test_bad_command_joints_fail_at_start(make_node):
+    with pytest.raises(ValueError, match="command_joints"):
+        make_node(joint_names=["shoulder", "elbow"], command_joints=["elbow", "wrist"])
+
+
 @pytest.mark.parametrize(
     "bad",
     [

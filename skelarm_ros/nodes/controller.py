@@ -73,6 +73,13 @@ class ControllerNode(Node):
         joint_names = self._declare(
             "joint_names", Parameter.Type.STRING_ARRAY, "joint names in command order; empty: j1 ... jN", read_only=True
         )
+        command_joints = self._declare(
+            "command_joints",
+            Parameter.Type.STRING_ARRAY,
+            "joint_names in the order effort_controller/commands carries them (the driver's joints); "
+            "empty: joint_names order",
+            read_only=True,
+        )
         interface = self._declare(
             "command_interface",
             "commands",
@@ -116,6 +123,7 @@ class ControllerNode(Node):
             fast_model=fast_model,
             time_reversal=time_reversal,
             effort_limits=effort_limits or (),
+            command_joints=command_joints or (),
         )
         for problem in problems:
             self.get_logger().warning(problem)
@@ -140,7 +148,8 @@ class ControllerNode(Node):
         controller = type(self.loop.controller).__name__
         self.get_logger().info(
             f"{controller} on {len(self.loop.joint_names)} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
-            f"commands on {'joint_commands' if interface == 'joint_commands' else 'effort_controller/commands'}"
+            f"commands on {'joint_commands' if interface == 'joint_commands' else 'effort_controller/commands'} "
+            f"in the order {self.loop.command_joints}"
         )
 
     # -- parameters -------------------------------------------------------------------------------
@@ -162,6 +171,7 @@ class ControllerNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         stamp = msg.header.stamp
+        restarts = self.loop.restarts
         try:
             output = self.loop.control(
                 msg.name, msg.position, msg.velocity, stamp_to_nanoseconds(stamp.sec, stamp.nanosec)
@@ -180,19 +190,25 @@ class ControllerNode(Node):
                 throttle_duration_sec=_WARN_PERIOD,
             )
             return
+        if self.loop.restarts > restarts:
+            self.get_logger().info(
+                f"time line restarted at the state stamped {stamp.sec}.{stamp.nanosec:09d} s "
+                f"(a new target, or time went back); controller reset ({self.loop.restarts} restarts so far)"
+            )
         self._publish_command(output, stamp)
         if self._publish_channels:
             self._publish_channel_messages(output, stamp)
 
     def _publish_command(self, output: ControlOutput, stamp: Time) -> None:
+        torque = self.loop.command_torque(output.torque).tolist()
         if self._interface == "joint_commands":
             command = JointState()
             command.header.stamp = stamp
-            command.name = self.loop.joint_names
-            command.effort = output.torque.tolist()
+            command.name = self.loop.command_joints
+            command.effort = torque
             self._command_pub.publish(command)
         else:
-            self._command_pub.publish(Float64MultiArray(data=output.torque.tolist()))
+            self._command_pub.publish(Float64MultiArray(data=torque))
 
     def _publish_channel_messages(self, output: ControlOutput, stamp: Time) -> None:
         for name, value in output.channels.items():
