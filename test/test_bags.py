@@ -365,3 +365,33 @@ def test_progress_bar_and_skelarm_ros_run(tmp_path, capsys):
         pytest.skip("the package is not installed with its console scripts")
     assert cli.main(["run", "bag_to_log", str(bag), "-o", str(tmp_path / "r.sklog.npz")]) == 0
     assert "frames of joints ['a', 'b', 'c']" in capsys.readouterr().out
+
+
+def test_ros1_bag_converts(tmp_path):
+    from rosbags.rosbag1 import Writer as Writer1
+    from rosbags.typesys import Stores, get_typestore
+
+    ros1 = get_typestore(Stores.ROS1_NOETIC)
+    header = ros1.types["std_msgs/msg/Header"]
+    time = ros1.types["builtin_interfaces/msg/Time"]
+    path = tmp_path / "arm.bag"
+    with Writer1(path) as writer:
+        states = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=ros1)
+        for k in range(20):
+            ns = 2_000_000_000 + k * 5_000_000
+            message = ros1.types["sensor_msgs/msg/JointState"](
+                header=header(seq=k, stamp=time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+                name=["b", "a"],
+                position=np.array([0.5 * k, float(k)]),
+                velocity=np.array([1.0, 2.0]),
+                effort=np.array([3.0, 4.0]),
+            )
+            writer.write(states, ns + 1000, ros1.serialize_ros1(message, "sensor_msgs/msg/JointState"))
+    out = tmp_path / "arm.sklog.npz"
+    summary = bag_to_log(path, out, joints=["a", "b"])
+    log = skelarm.StateLog.load(out)
+    assert summary.frames == len(log) == 20
+    np.testing.assert_array_equal(log.channel("q")[:, 0], np.arange(20.0))
+    np.testing.assert_array_equal(log.channel("q")[:, 1], 0.5 * np.arange(20.0))
+    np.testing.assert_array_equal(log.channel("dq")[0], [2.0, 1.0])
+    np.testing.assert_allclose(log.times, 0.005 * np.arange(20), atol=1e-12)
