@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import os
 import sys
 import tempfile
 import time
 import warnings
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +36,7 @@ from skelarm_ros import __version__
 from skelarm_ros.bags import Bag, BagError, open_bag
 from skelarm_ros.conversions import NANOSECONDS, default_joint_names
 from skelarm_ros.scenario import ScenarioError, load_arm
+from skelarm_ros.urdf import URDFError, skeleton_from_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -176,87 +175,6 @@ def _hold(event_times: NDArray[np.int64], values: NDArray[np.float64], query: ND
 
 
 # ----------------------------------------------------------------------------- skeleton from URDF
-
-
-def skeleton_from_urdf(urdf: str) -> tuple[skelarm.Skeleton, list[str]]:
-    """Rebuild a skelarm Skeleton from a URDF written by :func:`skelarm_ros.urdf.skeleton_to_urdf`.
-
-    Revolute joints' origins give ``base_length`` and the link lengths, the fixed
-    ``tip`` joint gives the last length, inertials give ``m``, ``com`` and ``izz``,
-    joint limits give ``qmin`` / ``qmax``.
-
-    Parameters
-    ----------
-    urdf : str
-        The URDF document.
-
-    Returns
-    -------
-    tuple[skelarm.Skeleton, list[str]]
-        The arm and its joint names in chain order.
-
-    Raises
-    ------
-    ConversionError
-        If the document is not XML or not a planar serial chain of revolute-z joints.
-    """
-    try:
-        root = ET.fromstring(urdf)
-    except ET.ParseError as error:
-        msg = f"robot_description is not valid XML ({error})"
-        raise ConversionError(msg) from None
-    links = {link.get("name"): link for link in root.iter("link")}
-    by_parent: dict[str, ET.Element] = {}
-    for joint in root.iter("joint"):
-        parent = joint.find("parent")
-        if parent is not None:
-            by_parent[str(parent.get("link"))] = joint
-
-    def origin_x(joint: ET.Element) -> float:
-        origin = joint.find("origin")
-        xyz = origin.get("xyz") if origin is not None else None
-        return float((xyz or "0 0 0").split()[0])
-
-    names: list[str] = []
-    offsets: list[float] = []
-    props: list[dict[str, float]] = []
-    current = "base"
-    tip = 0.0
-    while current in by_parent:
-        joint = by_parent[current]
-        child = str(joint.find("child").get("link"))  # type: ignore[union-attr]
-        if joint.get("type") == "fixed":
-            tip = origin_x(joint)
-            break
-        if joint.get("type") not in ("revolute", "continuous"):
-            kind = joint.get("type")
-            msg = f"robot_description joint '{joint.get('name')}' is {kind}; a skelarm arm has revolute joints"
-            raise ConversionError(msg)
-        names.append(str(joint.get("name")))
-        offsets.append(origin_x(joint))
-        inertial = links[child].find("inertial") if child in links else None
-        mass = inertial.find("mass") if inertial is not None else None
-        inertia = inertial.find("inertia") if inertial is not None else None
-        com = inertial.find("origin") if inertial is not None else None
-        rgx, rgy = ([float(v) for v in (com.get("xyz") or "0 0 0").split()[:2]]) if com is not None else (0.0, 0.0)
-        limit = joint.find("limit")
-        props.append(
-            {
-                "m": float(mass.get("value", 0.0)) if mass is not None else 0.0,
-                "i": float(inertia.get("izz", 0.0)) if inertia is not None else 0.0,
-                "rgx": rgx,
-                "rgy": rgy,
-                "qmin": float(limit.get("lower", -math.pi)) if limit is not None else -math.pi,
-                "qmax": float(limit.get("upper", math.pi)) if limit is not None else math.pi,
-            }
-        )
-        current = child
-    if not names:
-        msg = "robot_description has no chain of revolute joints starting at link 'base'"
-        raise ConversionError(msg)
-    lengths = [*offsets[1:], tip]
-    link_props = [skelarm.LinkProp(length=length, **prop) for length, prop in zip(lengths, props, strict=True)]
-    return skelarm.Skeleton(link_props, base_length=offsets[0]), names
 
 
 # ----------------------------------------------------------------------------- topic choice
@@ -724,7 +642,7 @@ def bag_to_log(
                 skeleton = None
             else:
                 skeleton_source = f"robot_description on {description}"
-        except (ConversionError, ValueError, TypeError, KeyError) as error:
+        except URDFError as error:
             notes.append(f"robot_description could not be read as a skelarm arm ({error}); no skeleton embedded")
 
     order = np.diff(stamps)

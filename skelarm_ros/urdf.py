@@ -15,15 +15,17 @@ This module does not import rclpy.
 from __future__ import annotations
 
 import math
+import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
+
+from skelarm import LinkProp, Skeleton
 
 from skelarm_ros.conversions import BASE_FRAME
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from skelarm import Skeleton
 
 LINK_WIDTH = 0.04  # m, drawn thickness of a link
 DEFAULT_EFFORT_LIMIT = 1000.0  # N*m, written when no effort limit is configured
@@ -130,3 +132,97 @@ def skeleton_to_urdf(
         "  </joint>\n</robot>\n"
     )
     return "".join(parts)
+
+
+class URDFError(ValueError):
+    """A robot description that is not the URDF of a planar skelarm arm."""
+
+
+def skeleton_from_urdf(urdf: str) -> tuple[Skeleton, list[str]]:
+    """Rebuild a skelarm Skeleton from a URDF written by :func:`skelarm_ros.urdf.skeleton_to_urdf`.
+
+    Revolute joints' origins give ``base_length`` and the link lengths, the fixed
+    ``tip`` joint gives the last length, inertials give ``m``, ``com`` and ``izz``,
+    joint limits give ``qmin`` / ``qmax``.
+
+    Parameters
+    ----------
+    urdf : str
+        The URDF document.
+
+    Returns
+    -------
+    tuple[Skeleton, list[str]]
+        The arm and its joint names in chain order.
+
+    Raises
+    ------
+    URDFError
+        If the document is not XML or not a planar serial chain of revolute joints.
+    """
+    try:
+        return _skeleton_from_urdf(urdf)
+    except ET.ParseError as error:
+        msg = f"robot_description is not valid XML ({error})"
+        raise URDFError(msg) from None
+    except (ValueError, TypeError, AttributeError) as error:
+        if isinstance(error, URDFError):
+            raise
+        msg = f"robot_description is not a skelarm arm's URDF ({error})"
+        raise URDFError(msg) from None
+
+
+def _skeleton_from_urdf(urdf: str) -> tuple[Skeleton, list[str]]:
+    root = ET.fromstring(urdf)
+    links = {link.get("name"): link for link in root.iter("link")}
+    by_parent: dict[str, ET.Element] = {}
+    for joint in root.iter("joint"):
+        parent = joint.find("parent")
+        if parent is not None:
+            by_parent[str(parent.get("link"))] = joint
+
+    def origin_x(joint: ET.Element) -> float:
+        origin = joint.find("origin")
+        xyz = origin.get("xyz") if origin is not None else None
+        return float((xyz or "0 0 0").split()[0])
+
+    names: list[str] = []
+    offsets: list[float] = []
+    props: list[dict[str, float]] = []
+    current = "base"
+    tip = 0.0
+    while current in by_parent:
+        joint = by_parent[current]
+        child = str(joint.find("child").get("link"))  # type: ignore[union-attr]
+        if joint.get("type") == "fixed":
+            tip = origin_x(joint)
+            break
+        if joint.get("type") not in ("revolute", "continuous"):
+            kind = joint.get("type")
+            msg = f"robot_description joint '{joint.get('name')}' is {kind}; a skelarm arm has revolute joints"
+            raise URDFError(msg)
+        names.append(str(joint.get("name")))
+        offsets.append(origin_x(joint))
+        inertial = links[child].find("inertial") if child in links else None
+        mass = inertial.find("mass") if inertial is not None else None
+        inertia = inertial.find("inertia") if inertial is not None else None
+        com = inertial.find("origin") if inertial is not None else None
+        rgx, rgy = ([float(v) for v in (com.get("xyz") or "0 0 0").split()[:2]]) if com is not None else (0.0, 0.0)
+        limit = joint.find("limit")
+        props.append(
+            {
+                "m": float(mass.get("value", 0.0)) if mass is not None else 0.0,
+                "i": float(inertia.get("izz", 0.0)) if inertia is not None else 0.0,
+                "rgx": rgx,
+                "rgy": rgy,
+                "qmin": float(limit.get("lower", -math.pi)) if limit is not None else -math.pi,
+                "qmax": float(limit.get("upper", math.pi)) if limit is not None else math.pi,
+            }
+        )
+        current = child
+    if not names:
+        msg = "robot_description has no chain of revolute joints starting at link 'base'"
+        raise URDFError(msg)
+    lengths = [*offsets[1:], tip]
+    link_props = [LinkProp(length=length, **prop) for length, prop in zip(lengths, props, strict=True)]
+    return Skeleton(link_props, base_length=offsets[0]), names

@@ -14,10 +14,10 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, W
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros import cli
-from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main, skeleton_from_urdf
+from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main
 from skelarm_ros.bags import BagError, open_bag, read_messages
 from skelarm_ros.log_to_bag import LogError, log_to_bag
-from skelarm_ros.urdf import skeleton_to_urdf
+from skelarm_ros.urdf import skeleton_from_urdf, skeleton_to_urdf
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 T = STORE.types

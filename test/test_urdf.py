@@ -129,3 +129,27 @@ def test_wrong_counts_and_bad_effort_limits_are_named() -> None:
         skeleton_to_urdf(skeleton, default_joint_names(4), effort_limits=[1.0, 2.0])
     with pytest.raises(ValueError, match="effort limits must be positive"):
         skeleton_to_urdf(skeleton, default_joint_names(4), effort_limits=[1.0, 0.0, 1.0, math.nan])
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("<robot", "not valid XML"),
+        ('<robot name="r"><link name="base"/></robot>', "no chain of revolute joints"),
+        (
+            '<robot name="r"><link name="base"/><link name="l1"/><joint name="j" type="prismatic">'
+            '<parent link="base"/><child link="l1"/></joint></robot>',
+            "is prismatic",
+        ),
+        (
+            '<robot name="r"><link name="base"/><link name="l1"/><joint name="j" type="revolute">'
+            '<parent link="base"/><child link="l1"/><origin xyz="abc 0 0"/></joint></robot>',
+            "not a skelarm arm",
+        ),
+    ],
+)
+def test_a_urdf_that_is_not_a_skelarm_arm_is_named(text: str, words: str) -> None:
+    from skelarm_ros.urdf import URDFError, skeleton_from_urdf
+
+    with pytest.raises(URDFError, match=words):
+        skeleton_from_urdf(text)
