@@ -8,15 +8,13 @@ with another controller the same force arrives at the same times.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import procs
 import pytest
 import rclpy
 from geometry_msgs.msg import WrenchStamped
@@ -49,23 +47,10 @@ OTHER_CONTROLLER = '[controller]\ntype = "virtual_spring_damper"\nk_task = 150.0
 
 
 def _start(executable: str, parameters: dict[str, object], log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", f"skelarm_ros.nodes.{executable}", "--ros-args"]
-    for name, value in parameters.items():
-        command += ["-p", f"{name}:={value}"]
-    with log.open("wb") as stream:
-        return subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=dict(os.environ))
+    return procs.start_node(executable, log, parameters)
 
 
-def _stop(process: subprocess.Popen) -> int:
-    """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10.0)
-    return process.returncode
+_stop = procs.end
 
 
 @dataclass

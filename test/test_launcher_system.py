@@ -14,9 +14,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import tomllib
 
+import procs
 import pytest
 
 from skelarm_ros.scenario import resolve_scenario
@@ -25,7 +25,6 @@ pytestmark = pytest.mark.slow
 
 rclpy = pytest.importorskip("rclpy")
 from geometry_msgs.msg import PointStamped  # noqa: E402
-from rclpy.context import Context  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -97,45 +96,16 @@ def alive(pid: int) -> bool:
         return False
 
 
-class Probe:
-    """A node in a private context that records an arm graph's topics."""
+class Probe(procs.Probe):
+    """The shared probe in an arm's namespace, recording its states, tips and both kinds of commands."""
 
     def __init__(self, namespace: str) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("probe", namespace=namespace, context=self.context)
-        self.executor = rclpy.executors.SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__(namespace)
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        self.states: list[JointState] = []
-        self.tips: list[PointStamped] = []
-        self.commands: list[Float64MultiArray] = []
-        self.joint_commands: list[JointState] = []
-        self.subscriptions = [
-            self.node.create_subscription(JointState, "joint_states", self.states.append, reliable),
-            self.node.create_subscription(PointStamped, "tip", self.tips.append, reliable),
-            self.node.create_subscription(
-                Float64MultiArray, "effort_controller/commands", self.commands.append, reliable
-            ),
-            self.node.create_subscription(JointState, "joint_commands", self.joint_commands.append, reliable),
-        ]
-
-    def spin_until(self, condition, deadline: float) -> bool:
-        """Spin until ``condition()`` holds or ``deadline`` (monotonic) passes; return whether it held."""
-        while time.monotonic() < deadline:
-            if condition():
-                return True
-            self.executor.spin_once(timeout_sec=0.05)
-        return condition()
-
-    def close(self) -> None:
-        try:
-            for subscription in self.subscriptions:
-                self.node.destroy_subscription(subscription)
-            self.executor.remove_node(self.node)
-            self.node.destroy_node()
-        finally:
-            rclpy.try_shutdown(context=self.context)
+        self.states: list[JointState] = self.record(JointState, "joint_states", reliable)
+        self.tips: list[PointStamped] = self.record(PointStamped, "tip", reliable)
+        self.commands: list[Float64MultiArray] = self.record(Float64MultiArray, "effort_controller/commands", reliable)
+        self.joint_commands: list[JointState] = self.record(JointState, "joint_commands", reliable)
 
 
 @pytest.fixture
@@ -148,9 +118,9 @@ def probe_arm1():
 def run_to_end(probe: Probe, launch: Launch, budget: float) -> int:
     """Spin the probe while the launched graph runs; return the launcher's exit code."""
     try:
-        ended = probe.spin_until(lambda: launch.process.poll() is not None, time.monotonic() + budget)
+        ended = probe.wait_for(lambda: launch.process.poll() is not None, budget)
         assert ended, f"the graph did not end within {budget} s:\n{launch.output()}"
-        probe.spin_until(lambda: False, time.monotonic() + 0.3)  # what is still in flight
+        probe.spin_for(0.3)  # what is still in flight
         return launch.wait(10.0)
     finally:
         launch.end()
@@ -213,7 +183,7 @@ def test_hardware_none_drives_a_driver_and_stops_on_sigint():
             driver.publish(state)
             return len(probe.commands) > 0
 
-        assert probe.spin_until(answered, time.monotonic() + START_DEADLINE), launch.output()
+        assert probe.wait_for(answered, START_DEADLINE), launch.output()
         assert len(probe.commands[-1].data) == 2
         launch.process.send_signal(signal.SIGINT)
         code = launch.wait(30.0)

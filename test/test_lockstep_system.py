@@ -6,15 +6,13 @@ Lockstep must reproduce the offline skelarm run frame by frame; realtime must re
 from __future__ import annotations
 
 import math
-import os
-import signal
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+import procs
 import pytest
 import rclpy
 import skelarm
@@ -31,23 +29,10 @@ START_TIMEOUT = 60.0  # wall seconds for the processes to come up and be discove
 
 
 def _start(executable: str, parameters: dict[str, object], log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", f"skelarm_ros.nodes.{executable}", "--ros-args"]
-    for name, value in parameters.items():
-        command += ["-p", f"{name}:={value}"]
-    with log.open("wb") as stream:
-        return subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, env=dict(os.environ))
+    return procs.start_node(executable, log, parameters)
 
 
-def _stop(process: subprocess.Popen) -> int:
-    """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10.0)
-    return process.returncode
+_stop = procs.end
 
 
 @pytest.fixture

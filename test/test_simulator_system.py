@@ -9,20 +9,16 @@ is a deliberately slow reliable reader that writes the stamps it got.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import procs
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-VENV_BIN = REPO / ".venv" / "bin"
-NS = 1_000_000_000
+from procs import NS, end, stamp_ns, wait_exit
 
 # The stand-in controller's law; the offline run uses the same function.
 KP = np.array([30.0, 20.0])
@@ -37,12 +33,6 @@ def pd(q: list[float], dq: list[float]) -> list[float]:
 # -- stand-in processes ----------------------------------------------------------------------
 
 
-def reliable_keep_all():
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-    return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-
-
 def run_controller() -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
@@ -50,14 +40,14 @@ def run_controller() -> int:
 
     rclpy.init()
     node = rclpy.create_node("stand_in_controller")
-    publisher = node.create_publisher(JointState, "joint_commands", reliable_keep_all())
+    publisher = node.create_publisher(JointState, "joint_commands", procs.keep_all())
 
     def answer(state: JointState) -> None:
         command = JointState(name=list(state.name), effort=pd(state.position, state.velocity))
         command.header.stamp = state.header.stamp
         publisher.publish(command)
 
-    node.create_subscription(JointState, "joint_states", answer, reliable_keep_all())
+    node.create_subscription(JointState, "joint_states", answer, procs.keep_all())
     with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
         rclpy.spin(node)
     node.destroy_node()
@@ -78,7 +68,7 @@ def run_slow_listener(out: str, expected: int) -> int:
         time.sleep(0.003)  # deliberately slower than the loop, so the simulator must wait for this reader
         stamps.append(state.header.stamp.sec * NS + state.header.stamp.nanosec)
 
-    node.create_subscription(JointState, "joint_states", take, reliable_keep_all())
+    node.create_subscription(JointState, "joint_states", take, procs.keep_all())
     try:
         while len(stamps) < expected and rclpy.ok():
             rclpy.spin_once(node, timeout_sec=0.1)
@@ -93,82 +83,22 @@ def run_slow_listener(out: str, expected: int) -> int:
 # -- helpers for the tests -------------------------------------------------------------------
 
 
-def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)  # carries this test process's ROS_DOMAIN_ID, discovery range and log folder
-    with log.open("wb") as stream:
-        return subprocess.Popen(args, env=env, stdout=stream, stderr=subprocess.STDOUT)
-
-
 def start_simulator(log: Path, *parameters: str) -> subprocess.Popen[bytes]:
-    args = [str(VENV_BIN / "skelarm-ros"), "run", "simulator", "--ros-args"]
-    for parameter in parameters:
-        args += ["-p", parameter]
-    return start(args, log)
+    return procs.start(procs.node_command("simulator", ros_args=[w for p in parameters for w in ("-p", p)]), log)
 
 
 def start_stand_in(log: Path, *args: str) -> subprocess.Popen[bytes]:
-    return start([sys.executable, str(Path(__file__).resolve()), *args], log)
+    return procs.start_script(Path(__file__).resolve(), log, *args)
 
 
-def end(process: subprocess.Popen[bytes]) -> int:
-    """End a process we started, by its id: SIGINT, then SIGKILL after a bounded wait."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    return process.returncode
-
-
-def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int | None:
-    try:
-        return process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-class Probe:
-    """An in-test node over real DDS: records joint states, spins in bounded loops."""
+class Probe(procs.Probe):
+    """The shared probe, recording joint states."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import JointState
 
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("probe", context=self.context)
-        self.states: list[JointState] = []
-        self.subscription = self.node.create_subscription(
-            JointState, "joint_states", self.states.append, reliable_keep_all()
-        )
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-
-    def spin_until(self, condition, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def call(self, client, request, timeout: float = 10.0):
-        self.spin_until(client.service_is_ready, timeout, f"service {client.srv_name}")
-        future = client.call_async(request)
-        self.spin_until(future.done, timeout, f"the answer of {client.srv_name}")
-        return future.result()
-
-    def close(self) -> None:
-        import rclpy
-
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
-
-
-def stamp_ns(state) -> int:
-    return state.header.stamp.sec * NS + state.header.stamp.nanosec
+        super().__init__()
+        self.states = self.record(JointState, "joint_states")
 
 
 def offline_engine():
@@ -311,7 +241,7 @@ def test_lockstep_slow_reliable_reader_gets_every_step(probe: Probe, tmp_path: P
 def test_lockstep_timeout_exits_non_zero_naming_the_message(probe: Probe, tmp_path: Path) -> None:
     from sensor_msgs.msg import JointState
 
-    probe.node.create_publisher(JointState, "joint_commands", reliable_keep_all())  # there, never answering
+    probe.node.create_publisher(JointState, "joint_commands", procs.keep_all())  # there, never answering
     sim = start_simulator(
         tmp_path / "sim.log", "mode:=lockstep", "command_interface:=joint_commands", "lockstep_timeout:=1.0"
     )

@@ -1,0 +1,204 @@
+"""Shared helpers of the system tests: start real processes, end them by id, watch topics with a probe.
+
+Every process gets this test process's environment, which conftest gives its own
+``ROS_DOMAIN_ID``, ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and ``ROS_LOG_DIR``.
+Waits are on conditions with deadlines; nothing sleeps a fixed time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+NS = 1_000_000_000
+START_TIMEOUT = 60.0  # wall seconds for processes to come up and find each other on a loaded machine
+
+
+def start(command: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start a process with its output (stdout and stderr) in ``log``."""
+    environment = dict(os.environ if env is None else env)
+    with log.open("wb") as stream:
+        return subprocess.Popen(
+            list(command), env=environment, stdout=stream, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+
+
+def node_command(
+    executable: str,
+    parameters: Mapping[str, object] | None = None,
+    *,
+    namespace: str = "",
+    ros_args: Sequence[str] = (),
+) -> list[str]:
+    """The command line of a node of this package: ``python -m skelarm_ros.cli run <executable> --ros-args ...``."""
+    command = [sys.executable, "-m", "skelarm_ros.cli", "run", executable, "--ros-args"]
+    if namespace:
+        command += ["-r", f"__ns:=/{namespace.strip('/')}"]
+    return [*command, *parameter_args(parameters or {}), *ros_args]
+
+
+def parameter_args(parameters: Mapping[str, object]) -> list[str]:
+    """``-p name:=value`` words for each parameter (after ``--ros-args``)."""
+    return [word for name, value in parameters.items() for word in ("-p", f"{name}:={ros_value(value)}")]
+
+
+def ros_value(value: object) -> str:
+    """A parameter value as ``-p name:=value`` takes it (YAML: lists in brackets, booleans lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(ros_value(item) for item in value) + "]"
+    return str(value)
+
+
+def start_node(
+    executable: str,
+    log: Path,
+    parameters: Mapping[str, object] | None = None,
+    *,
+    namespace: str = "",
+    ros_args: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """Start one of this package's nodes as a process (see :func:`node_command`)."""
+    return start(node_command(executable, parameters, namespace=namespace, ros_args=ros_args), log)
+
+
+def start_script(script: Path, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Run a Python file of the tests as a process (a stand-in node)."""
+    return start([sys.executable, str(script), *args], log)
+
+
+def end(process: subprocess.Popen[bytes], timeout: float = 10.0) -> int:
+    """End a process we started, by its id: SIGINT, then SIGKILL after a bounded wait; return its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
+    return process.returncode
+
+
+def kill(process: subprocess.Popen[bytes]) -> int:
+    """SIGKILL a process we started and reap it; return its exit code."""
+    if process.poll() is None:
+        process.kill()
+    return process.wait(timeout=30.0)
+
+
+def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """The process's exit code once it ends within ``timeout`` seconds, else ``None``."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def logs(folder: Path) -> str:
+    """Every ``*.log`` in ``folder``, for assertion messages."""
+    return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')}" for path in sorted(folder.glob("*.log")))
+
+
+def keep_all() -> Any:
+    """Reliable, keep-all QoS: a probe that must see every message."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def stamp_ns(message: Any) -> int:
+    """A stamped message's header stamp in nanoseconds."""
+    return message.header.stamp.sec * NS + message.header.stamp.nanosec
+
+
+class Probe:
+    """An in-test node over real DDS in a private context, spun in bounded loops.
+
+    Parameters
+    ----------
+    namespace : str, optional
+        The probe's namespace; its relative topic names resolve in it.
+    name : str, optional
+        The node's name.
+    """
+
+    def __init__(self, namespace: str = "", name: str = "probe") -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, namespace=namespace, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.subscriptions: list[Any] = []
+
+    def record(self, message_type: Any, topic: str, qos: Any = None) -> list[Any]:
+        """Subscribe to ``topic`` and return the list every message is appended to."""
+        messages: list[Any] = []
+        self.subscriptions.append(
+            self.node.create_subscription(message_type, topic, messages.append, keep_all() if qos is None else qos)
+        )
+        return messages
+
+    def spin_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Spin until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Spin until ``condition()`` holds or ``timeout`` seconds pass; return whether it held."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            self.executor.spin_once(timeout_sec=0.05)
+        return condition()
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for a while (taking what is in flight), not waiting for anything in particular."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def call(self, client: Any, request: Any, timeout: float = 10.0) -> Any:
+        """Call a service and return its answer."""
+        self.spin_until(client.service_is_ready, timeout, f"service {client.srv_name}")
+        future = client.call_async(request)
+        self.spin_until(future.done, timeout, f"the answer of {client.srv_name}")
+        return future.result()
+
+    def publisher_nodes(self, topic: str) -> list[str]:
+        """Fully qualified names of the nodes publishing ``topic`` (absolute name)."""
+        return sorted(
+            f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            for info in self.node.get_publishers_info_by_topic(topic)
+        )
+
+    def subscriber_nodes(self, topic: str) -> list[str]:
+        """Fully qualified names of the nodes subscribing ``topic`` (absolute name)."""
+        return sorted(
+            f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+            for info in self.node.get_subscriptions_info_by_topic(topic)
+        )
+
+    def close(self) -> None:
+        """Destroy the subscriptions and the node, and shut the context down."""
+        import rclpy
+
+        try:
+            for subscription in self.subscriptions:
+                self.node.destroy_subscription(subscription)
+            self.executor.shutdown()
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)

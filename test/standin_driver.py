@@ -1,0 +1,121 @@
+"""A stand-in for a real arm's ros2_control driver, for the hardware-swap tests (not shipped).
+
+It behaves as a robot with a joint state broadcaster and an effort controller would:
+
+- ``joint_states`` (sensor_msgs/JointState) with the driver's own joint names in its own
+  order (the arm's joints reversed), ``position`` and ``velocity`` present, ``effort``
+  absent, stamped with the wall clock, at its own rate (parameter ``rate``, 500 Hz) on a
+  wall timer;
+- ``command_interface:=commands``: takes ``effort_controller/commands``
+  (std_msgs/Float64MultiArray) in the order of its ``joints`` parameter, as
+  ``JointGroupEffortController`` does; ``command_interface:=joint_commands``: takes
+  stamped ``joint_commands`` (sensor_msgs/JointState, ``effort`` by name), the
+  topic_based_ros2_control convention. The newest command is held.
+
+Inside, the arm is :class:`skelarm_ros.engine.ArmEngine` of the scenario's robot,
+stepped at the scenario's ``dt`` to keep up with the wall clock (a physical arm does
+not wait for its driver's timer).
+
+``python test/standin_driver.py --ros-args -r __ns:=/arm1 -p arm_joints:="[shoulder, elbow]"
+-p joints:="[elbow, shoulder]"``
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import numpy as np
+import rclpy
+from rclpy.clock import Clock, ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from skelarm_ros.engine import ArmEngine
+from skelarm_ros.scenario import load_arm
+
+MAX_CATCH_UP = 50  # steps per tick at most, so a stalled process does not integrate a long gap at once
+
+
+class StandInDriver(Node):
+    """A ros2_control-like driver around the Pinocchio arm."""
+
+    def __init__(self) -> None:
+        super().__init__("driver")
+        scenario = self.declare_parameter("scenario", "").value
+        arm_joints = list(self.declare_parameter("arm_joints", ["shoulder", "elbow"]).value)
+        joints = list(self.declare_parameter("joints", Parameter.Type.STRING_ARRAY).value or arm_joints)
+        self.interface = self.declare_parameter("command_interface", "commands").value
+        rate = float(self.declare_parameter("rate", 500.0).value)
+        arm = load_arm(scenario or None)
+        assert len(arm_joints) == arm.num_joints and sorted(joints) == sorted(arm_joints)
+        self.engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
+        self.arm_joints = arm_joints
+        self.joints = joints
+        self.published = list(reversed(arm_joints))  # its own order, not the arm's
+        self._out = [arm_joints.index(name) for name in self.published]
+        self.tau = np.zeros(arm.num_joints)
+        self.ignored = 0
+        self._wall = Clock(clock_type=ClockType.SYSTEM_TIME)
+        self._origin_ns = self._wall.now().nanoseconds
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.state_pub = self.create_publisher(JointState, "joint_states", qos)
+        if self.interface == "joint_commands":
+            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, qos)
+        else:
+            self.create_subscription(Float64MultiArray, "effort_controller/commands", self._on_commands, qos)
+        self.create_timer(1.0 / rate, self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f"stand-in driver: joints {joints}, publishing {self.published}, {self.interface} at {rate} Hz"
+        )
+
+    def _on_commands(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) != len(self.joints) or not np.isfinite(msg.data).all():
+            self.ignored += 1
+            return
+        for name, value in zip(self.joints, msg.data, strict=True):
+            self.tau[self.arm_joints.index(name)] = value
+
+    def _on_joint_commands(self, msg: JointState) -> None:
+        efforts = dict(zip(msg.name, msg.effort, strict=False))
+        if sorted(efforts) != sorted(self.arm_joints) or not np.isfinite(list(efforts.values())).all():
+            self.ignored += 1
+            return
+        self.tau = np.array([efforts[name] for name in self.arm_joints])
+
+    def _tick(self) -> None:
+        elapsed = (self._wall.now().nanoseconds - self._origin_ns) * 1e-9
+        steps = 0
+        while self.engine.t + self.engine.dt <= elapsed and steps < MAX_CATCH_UP:
+            self.engine.step(self.tau)
+            steps += 1
+        if steps == 0:  # no new state since the last one: a driver publishes each state once
+            return
+        if steps == MAX_CATCH_UP:  # fell behind: the arm does not replay the gap
+            self.engine.set_state(self.engine.q, self.engine.dq, elapsed)
+        stamp_ns = self._origin_ns + round(self.engine.t * 1e9)
+        msg = JointState(
+            name=self.published,
+            position=self.engine.q[self._out].tolist(),
+            velocity=self.engine.dq[self._out].tolist(),
+        )
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+        self.state_pub.publish(msg)
+
+
+def main() -> int:
+    rclpy.init()
+    node = StandInDriver()
+    with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
+        rclpy.spin(node)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
