@@ -510,6 +510,8 @@ def bag_to_log(
             if topic == description:
                 urdf = urdf or str(message.data)
                 continue
+            if topic == command_topic and statemap is None:
+                continue  # a command before any state: nothing to apply it to
             stream = streams.get(topic)
             if stream is None:
                 width = 2 if msgtype in (WRENCH, POINT) else (len(statemap.joints) if statemap else 0)
@@ -522,8 +524,6 @@ def bag_to_log(
                 if msgtype == JOINT_STATE and topic != command_topic:
                     stream.names = list(message.name)
                 streams[topic] = stream
-            if topic == command_topic and statemap is None:
-                continue  # a command before any state: nothing to apply it to
             row = stream.values.row()
             if msgtype == WRENCH:
                 row[0] = message.wrench.force.x
