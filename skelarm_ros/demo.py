@@ -1,146 +1,620 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""``skelarm-ros demo`` (``make demo``): run the simulator headless and show what it publishes.
+"""``skelarm-ros demo`` (``make demo``): a pushed reach, recorded, converted and plotted, headless.
 
-The simulator starts as its own process (realtime, the default scenario) for a few
-simulated seconds, while a probe node in this process counts what arrives on each
-topic and prints the counts, the rates and the final joint state and tip.
+The graph of ``skelarm-ros launch sim`` runs in lockstep for a few simulated seconds:
+the bundled ``reach`` scenario (computed torque), a recorded push replayed by
+``force_replay``, and the ``recorder`` writing every topic into a bag. The bag then
+goes through ``bag_to_log`` into a skelarm log and through ``skelarm-ros plot`` into a
+picture, and the demo prints where each output is and a short summary: the reach
+error at the end against the task's tolerance, the peak force, the steps run and the
+real-time factor.
+
+Because the recorder subscribes to a topic only once it sees its publisher, the demo
+starts the graph in two stages so the bag holds the whole run: first the simulator,
+the controller and the recorder (the lockstep simulator waits for its force source),
+then, with the simulator paused through ``simulator/pause``, the force replay; the
+run resumes once the recorder has subscribed to every topic.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import io
+import math
 import os
-import subprocess
+import shutil
 import sys
+import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-DEFAULT_SECONDS = 3.0
-_TOPICS = ("joint_states", "tip", "/clock", "robot_description")
+import numpy as np
 
+from skelarm_ros.forces import CSV_COLUMNS, RecordedForce
 
-@dataclass
-class TopicCount:
-    """Messages seen on one topic: how many, when the first and last came, and the last one."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
-    count: int = 0
-    first: float = 0.0
-    last: float = 0.0
-    message: Any = field(default=None, repr=False)
+    import skelarm
+    from numpy.typing import NDArray
 
-    def add(self, message: Any) -> None:
-        """Count a message."""
-        now = time.monotonic()
-        if self.count == 0:
-            self.first = now
-        self.count += 1
-        self.last = now
-        self.message = message
+    from skelarm_ros.graph import NodeSpec
+    from skelarm_ros.launcher import Planned, Runner
 
-    def rate(self) -> float:
-        """Messages per wall-clock second between the first and the last (0 with fewer than two)."""
-        return (self.count - 1) / (self.last - self.first) if self.count > 1 and self.last > self.first else 0.0
+DEFAULT_OUTPUT = Path("demo_output")
+DEFAULT_SCENARIO = "reach"
+DEFAULT_DURATION = 3.0  # simulated seconds: the 2 s reach, the push, and the recovery
+DEFAULT_TIMEOUT = 120.0  # wall seconds for the whole graph run
+PUSH_START = 0.8  # s, in the middle of the reach
+PUSH_LENGTH = 0.2  # s
+PUSH_FORCE = (4.0, -3.0)  # N in base: 5 N
+SETTLE = 1.0  # wall seconds the recorder's subscriptions must stay complete before the run resumes
 
-
-def simulator_command(seconds: float, *parameters: str) -> list[str]:
-    """Return the command line that starts the simulator for ``seconds`` of simulated time."""
-    args = [sys.executable, "-m", "skelarm_ros.nodes.simulator", "--ros-args", "-p", f"duration:={seconds}"]
-    for parameter in parameters:
-        args += ["-p", parameter]
-    return args
+PUSH_FILE = "push.csv"
+BAG_FOLDER = "demo_bag"
+LOG_FILE = "demo.sklog.npz"
+PICTURE_FILE = "demo.png"
+GRAPH_OUTPUT_FILE = "graph.log"
+ROS_LOG_FOLDER = "ros_log"
 
 
-def run_demo(seconds: float = DEFAULT_SECONDS, timeout: float = 60.0) -> int:
-    """Run the simulator for ``seconds`` of simulated time and print what the probe received.
+class DemoError(RuntimeError):
+    """A demo step that failed; the message says which and where to look."""
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    """Where the demo writes its outputs, all inside one folder.
+
+    Attributes
+    ----------
+    folder : Path
+        The output folder (``demo_output/`` by default, ignored by git).
+    """
+
+    folder: Path
+
+    @property
+    def push(self) -> Path:
+        """The recorded push (CSV) that ``force_replay`` plays."""
+        return self.folder / PUSH_FILE
+
+    @property
+    def bag(self) -> Path:
+        """The bag the ``recorder`` writes."""
+        return self.folder / BAG_FOLDER
+
+    @property
+    def log(self) -> Path:
+        """The skelarm log ``bag_to_log`` makes of the bag."""
+        return self.folder / LOG_FILE
+
+    @property
+    def picture(self) -> Path:
+        """The picture ``skelarm-ros plot`` draws of the log."""
+        return self.folder / PICTURE_FILE
+
+    @property
+    def graph_output(self) -> Path:
+        """Every node's output, prefixed with its name, as ``skelarm-ros launch`` prints it."""
+        return self.folder / GRAPH_OUTPUT_FILE
+
+    @property
+    def ros_log(self) -> Path:
+        """The nodes' ROS log files, unless ``ROS_LOG_DIR`` says otherwise."""
+        return self.folder / ROS_LOG_FOLDER
+
+
+def write_push(
+    path: Path,
+    *,
+    start: float = PUSH_START,
+    length: float = PUSH_LENGTH,
+    force: tuple[float, float] = PUSH_FORCE,
+    end: float = DEFAULT_DURATION,
+) -> RecordedForce:
+    """Write a recorded push as a CSV file (``t, fx, fy``) and read it back.
 
     Parameters
     ----------
-    seconds : float
-        Simulated time to run (realtime, so about as many wall-clock seconds).
-    timeout : float
-        Wall-clock limit for the whole demo.
+    path : Path
+        The CSV file to write.
+    start, length : float
+        When the push begins and how long it lasts (s).
+    force : tuple[float, float]
+        The push ``(fx, fy)`` (N, in ``base``).
+    end : float
+        The end of the record (s): no force from there on.
 
     Returns
     -------
-    int
-        0 when the simulator ran and exited cleanly, else 1.
+    RecordedForce
+        The record as ``force_replay`` will read it.
+
+    Raises
+    ------
+    ValueError
+        If the push does not fit in ``(0, end)``.
     """
-    import rclpy
-    from geometry_msgs.msg import PointStamped
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
+    if not (start > 0.0 and length > 0.0 and start + length < end):
+        msg = f"the push [{start}, {start + length}) s must lie inside (0, {end}) s of the run"
+        raise ValueError(msg)
+    rows = [(0.0, 0.0, 0.0), (start, *force), (start + length, 0.0, 0.0), (end, 0.0, 0.0)]
+    with path.open("w", encoding="utf-8", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(rows)
+    return RecordedForce.from_csv(path)
 
-    env = dict(os.environ)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("demo_probe", context=context)
-    counts = {topic: TopicCount() for topic in _TOPICS}
-    reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    for topic, kind, qos in (
-        ("joint_states", JointState, reliable),
-        ("tip", PointStamped, reliable),
-        ("/clock", Clock, reliable),
-        ("robot_description", String, latched),
-    ):
-        node.create_subscription(kind, topic, counts[topic].add, qos)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    print(f"starting the simulator (realtime, default scenario) for {seconds} s of simulated time", flush=True)
-    simulator = subprocess.Popen(simulator_command(seconds), env=env)
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The numbers the demo reports about a recorded run.
+
+    Attributes
+    ----------
+    steps : int
+        Steps the simulator ran (frames of the log minus the initial one).
+    simulated : float
+        Simulated time of the run (s): steps times the scenario's step.
+    wall : float
+        Wall time the stepping took (s), from the resume to the last ``/clock``.
+    final_tip : NDArray[np.float64]
+        The tip at the end (m, in ``base``).
+    target : NDArray[np.float64] | None
+        The task's target, if it has one.
+    tolerance : float | None
+        The task's success tolerance (m), if it has one.
+    peak_force : float
+        Largest recorded tip force magnitude (N).
+    peak_time : float
+        When it acted (s); NaN without any recorded force.
+    impulse : float
+        Impulse of the recorded force (N*s), summed over the recorded steps.
+    masked : dict[str, int]
+        Missing values per channel of the log.
+    """
+
+    steps: int
+    simulated: float
+    wall: float
+    final_tip: NDArray[np.float64]
+    target: NDArray[np.float64] | None
+    tolerance: float | None
+    peak_force: float
+    peak_time: float
+    impulse: float
+    masked: dict[str, int]
+
+    @property
+    def reach_error(self) -> float:
+        """Distance from the final tip to the target (m); NaN without a target."""
+        if self.target is None:
+            return math.nan
+        return float(np.linalg.norm(self.final_tip - self.target))
+
+    @property
+    def reached(self) -> bool | None:
+        """Whether the final error is within the tolerance (``None`` without a target or tolerance)."""
+        if self.target is None or self.tolerance is None:
+            return None
+        return self.reach_error <= self.tolerance
+
+    @property
+    def real_time_factor(self) -> float:
+        """Simulated seconds per wall second while stepping."""
+        return self.simulated / self.wall if self.wall > 0.0 else math.inf
+
+    def text(self) -> str:
+        """Return the summary as a few lines for the terminal."""
+        x, y = self.final_tip.tolist()
+        lines = [f"steps run:          {self.steps} ({self.simulated:.3f} s simulated)"]
+        if self.target is None:
+            lines.append(f"final tip:          ({x:+.4f}, {y:+.4f}) m; the task has no target")
+        else:
+            tx, ty = self.target.tolist()
+            error = f"{self.reach_error * 1000.0:.2f} mm"
+            if self.tolerance is None:
+                verdict = "(the task gives no tolerance)"
+            else:
+                word = "within" if self.reached else "OUTSIDE"
+                verdict = f"{word} the tolerance of {self.tolerance * 1000.0:.1f} mm"
+            lines.append(f"final tip:          ({x:+.4f}, {y:+.4f}) m, target ({tx:+.4f}, {ty:+.4f}) m")
+            lines.append(f"reach error at end: {error}, {verdict}")
+        if math.isnan(self.peak_time):
+            lines.append("peak tip force:     none recorded")
+        else:
+            lines.append(
+                f"peak tip force:     {self.peak_force:.2f} N at t={self.peak_time:.3f} s "
+                f"(impulse {self.impulse:.3f} N*s)"
+            )
+        lines.append(
+            f"real-time factor:   {self.real_time_factor:.2f} "
+            f"({self.simulated:.3f} s simulated in {self.wall:.2f} s of wall time, lockstep)"
+        )
+        missing = ", ".join(f"{name}: {count}" for name, count in self.masked.items() if count)
+        if missing:
+            lines.append(f"missing values:     {missing} (masked in the log)")
+        return "\n".join(lines)
+
+
+def summarize(
+    log: skelarm.StateLog,
+    scenario: str | Path,
+    wall: float,
+    masked: dict[str, int] | None = None,
+) -> RunSummary:
+    """Compute the demo's summary of a recorded run.
+
+    Parameters
+    ----------
+    log : skelarm.StateLog
+        The run, as ``bag_to_log`` wrote it (needs ``q``; uses ``ext_force``).
+    scenario : str | Path
+        The scenario that ran: its arm gives the tip, its task the target and tolerance.
+    wall : float
+        Wall time the stepping took (s).
+    masked : dict[str, int] | None, optional
+        Missing values per channel (``bag_to_log``'s summary).
+
+    Returns
+    -------
+    RunSummary
+        The numbers to report.
+    """
+    from skelarm_ros.engine import ArmEngine
+    from skelarm_ros.markers import goals_from_config
+    from skelarm_ros.scenario import load_arm
+
+    arm = load_arm(scenario)
+    times = np.asarray(log.times, dtype=np.float64)
+    q = np.asarray(log.channel("q"), dtype=np.float64).reshape(len(times), -1)
+    final_q = q[np.isfinite(q).all(axis=1)][-1]
+    final_tip = ArmEngine(arm.skeleton, arm.dt).endpoint(final_q)
+    goal = next((goal for goal in goals_from_config(arm.config) if goal.active), None)
+    peak_force, peak_time, impulse = 0.0, math.nan, 0.0
+    if "ext_force" in log.channel_names:
+        force = np.asarray(log.channel("ext_force"), dtype=np.float64).reshape(len(times), -1)
+        magnitude = np.linalg.norm(force, axis=1)
+        recorded = np.isfinite(magnitude)
+        if recorded.any():
+            index = int(np.nanargmax(np.where(recorded, magnitude, -1.0)))
+            peak_force, peak_time = float(magnitude[index]), float(times[index])
+            steps = np.diff(times)
+            impulse = float(np.linalg.norm(np.nansum(force[:-1] * steps[:, None], axis=0)))
+    return RunSummary(
+        steps=len(times) - 1,
+        simulated=(len(times) - 1) * arm.dt,  # the simulator's time: t += dt per step
+        wall=wall,
+        final_tip=final_tip,
+        target=None if goal is None else goal.position,
+        tolerance=None if goal is None else goal.tolerance,
+        peak_force=peak_force,
+        peak_time=peak_time,
+        impulse=impulse,
+        masked=dict(masked or {}),
+    )
+
+
+class _GraphWatch:
+    """The demo's own node: watches the graph, pauses and resumes the simulator, times the run."""
+
+    def __init__(self, recorder: str, wanted: Sequence[str]) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rosgraph_msgs.msg import Clock
+        from std_srvs.srv import SetBool
+
+        self._rclpy = rclpy
+        self._set_bool = SetBool
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("demo_watch", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.recorder = recorder
+        self.wanted = list(wanted)
+        self.first_clock: float | None = None  # wall time of the first /clock
+        self.last_clock: float | None = None  # wall time of the last /clock
+        self.clocks = 0
+        keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+        self.clock_sub = self.node.create_subscription(Clock, "/clock", self._on_clock, keep_all)
+        self.pause_client = self.node.create_client(SetBool, "simulator/pause")
+
+    def _on_clock(self, _message: Any) -> None:
+        now = time.monotonic()
+        if self.first_clock is None:
+            self.first_clock = now
+        self.last_clock = now
+        self.clocks += 1
+
+    def spin_until(self, condition: Callable[[], bool], deadline: float, alive: Callable[[], bool], what: str) -> None:
+        """Spin until ``condition`` holds; raise :class:`DemoError` at the deadline or when the graph ended."""
+        while not condition():
+            if time.monotonic() > deadline:
+                msg = f"timed out waiting for {what}"
+                raise DemoError(msg)
+            if not alive():
+                msg = f"the graph ended while waiting for {what}"
+                raise DemoError(msg)
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def has_publisher(self, topic: str) -> bool:
+        """Whether some node publishes ``topic``."""
+        return self.node.count_publishers(topic) > 0
+
+    def recording(self) -> bool:
+        """Whether the recorder subscribes to every wanted topic that has a publisher."""
+        topics = [name for name, _ in self.node.get_topic_names_and_types()]
+        present = [t for t in topics if t in self.wanted or t.startswith("/controller/")]
+        return all(
+            any(info.node_name == self.recorder for info in self.node.get_subscriptions_info_by_topic(topic))
+            for topic in present
+            if self.has_publisher(topic)
+        )
+
+    def pause(self, paused: bool, deadline: float, alive: Callable[[], bool]) -> None:
+        """Pause or resume the simulator through ``simulator/pause``."""
+        self.spin_until(self.pause_client.service_is_ready, deadline, alive, "the simulator/pause service")
+        future = self.pause_client.call_async(self._set_bool.Request(data=paused))
+        self.spin_until(future.done, deadline, alive, "the answer of simulator/pause")
+        response = future.result()
+        if response is None or not response.success:
+            msg = f"simulator/pause refused to {'pause' if paused else 'resume'}"
+            raise DemoError(msg)
+
+    def close(self) -> None:
+        """Destroy the node and shut its context down."""
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self._rclpy.try_shutdown(context=self.context)
+
+
+@dataclass
+class _Stage:
+    """A group of the graph's processes, run by its own launcher runner in a thread."""
+
+    runner: Runner
+    planned: list[Planned]
+    code: int | None = None
+    thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        def run() -> None:
+            self.code = self.runner.run(self.planned)
+
+        self.thread = threading.Thread(target=run, name="demo-graph", daemon=True)
+        self.thread.start()
+
+    def alive(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.runner.request_stop()
+            self.thread.join()
+
+
+def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_TIMEOUT) -> float:
+    """Run the lockstep graph so that the recorder catches every step; return the stepping wall time.
+
+    The force replay holds the lockstep simulator's start (it waits for its wrench):
+    the simulator, controller and recorder start first; once the recorder subscribes
+    to their topics the simulator is paused and the force replay started; once the
+    recorder also subscribes to ``tip_wrench`` and the controller's channels, the run
+    resumes and goes to its end.
+
+    Parameters
+    ----------
+    specs : Sequence[NodeSpec]
+        The graph (:func:`skelarm_ros.graph.describe` in lockstep with a duration,
+        a force source and a recording).
+    out : IO[str]
+        Where the nodes' output goes.
+    timeout : float
+        Wall seconds for the whole run.
+
+    Returns
+    -------
+    float
+        Wall seconds from the resume to the last ``/clock``.
+
+    Raises
+    ------
+    DemoError
+        If a stage does not come up, a node fails, or the run times out.
+    """
+    import tempfile
+
+    from skelarm_ros.launcher import Runner, plan
+    from skelarm_ros.nodes.recorder import DEFAULT_TOPICS
+
+    recorder = next(spec for spec in specs if spec.executable == "recorder")
+    first = [spec for spec in specs if spec.executable != "force_replay"]
+    gate = [spec for spec in specs if spec.executable == "force_replay"]
     deadline = time.monotonic() + timeout
-    try:
-        while simulator.poll() is None and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-        drain_until = time.monotonic() + 1.0  # take what is still in flight
-        while time.monotonic() < drain_until:
-            executor.spin_once(timeout_sec=0.05)
-    finally:
-        if simulator.poll() is None:
-            simulator.terminate()
-            simulator.wait(timeout=10)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-    print(report(counts))
-    if simulator.returncode != 0:
-        print(f"the simulator exited with code {simulator.returncode}", file=sys.stderr)
-        return 1
-    return 0
+    with tempfile.TemporaryDirectory(prefix="skelarm-ros-demo-") as directory:
+
+        def report(line: str) -> None:
+            out.write(f"[demo] {line}\n")
+
+        graph = _Stage(Runner(out=out), plan(first, Path(directory), report=report))
+        replay = _Stage(Runner(out=out), plan(gate, Path(directory), report=report))
+        watch = _GraphWatch(recorder.name, [f"/{topic}" for topic in DEFAULT_TOPICS])
+        try:
+            graph.start()
+            watch.spin_until(
+                lambda: (
+                    all(watch.has_publisher(t) for t in ("/joint_states", "/joint_commands", "/tip"))
+                    and watch.recording()
+                ),
+                deadline,
+                graph.alive,
+                "the recorder to subscribe to the simulator's and controller's topics",
+            )
+            watch.pause(True, deadline, graph.alive)
+            replay.start()
+            settled: list[float] = []
+
+            def ready() -> bool:
+                # The simulator has started (its first /clock), and the recorder has kept every topic for SETTLE s.
+                if watch.first_clock is None or not watch.has_publisher("/tip_wrench") or not watch.recording():
+                    settled.clear()
+                    return False
+                settled.append(time.monotonic())
+                return settled[-1] - settled[0] >= SETTLE
+
+            watch.spin_until(ready, deadline, graph.alive, "the force replay and the recorder to be ready")
+            resumed = time.monotonic()
+            watch.pause(False, deadline, graph.alive)
+            watch.spin_until(lambda: not graph.alive(), deadline, lambda: True, "the run to end")
+            watch.executor.spin_once(timeout_sec=0.05)
+        finally:
+            replay.stop()
+            graph.stop()
+            watch.close()
+    if graph.code != 0 or replay.code not in (0, None):
+        msg = "a node of the graph failed"
+        raise DemoError(msg)
+    end = watch.last_clock if watch.last_clock is not None else time.monotonic()
+    return max(end - resumed, 0.0)
 
 
-def report(counts: dict[str, TopicCount]) -> str:
-    """Describe what the probe received, one line per topic plus the final state."""
-    lines = ["topic               messages   rate (1/s)"]
-    lines += [f"{topic:<20}{entry.count:>8}   {entry.rate():>10.1f}" for topic, entry in counts.items()]
-    state = counts["joint_states"].message
-    if state is not None:
-        stamp = state.header.stamp.sec + state.header.stamp.nanosec * 1e-9
-        lines.append(f"final joint state at t={stamp:.3f} s:")
-        for name, q, dq, effort in zip(state.name, state.position, state.velocity, state.effort, strict=False):
-            lines.append(f"  {name}: q={q:+.4f} rad  dq={dq:+.4f} rad/s  effort={effort:+.4f} N*m")
-    tip = counts["tip"].message
-    if tip is not None:
-        lines.append(f"final tip: ({tip.point.x:+.4f}, {tip.point.y:+.4f}) m in '{tip.header.frame_id}'")
-    description = counts["robot_description"].message
-    if description is not None:
-        lines.append(f"robot_description: URDF of {len(description.data)} characters")
-    return "\n".join(lines)
+def run_demo(
+    output: Path = DEFAULT_OUTPUT,
+    *,
+    duration: float = DEFAULT_DURATION,
+    scenario: str = DEFAULT_SCENARIO,
+    timeout: float = DEFAULT_TIMEOUT,
+    stream: IO[str] | None = None,
+) -> RunSummary:
+    """Run the demo into ``output`` and return its summary.
+
+    Parameters
+    ----------
+    output : Path
+        The output folder (created; the demo's own files in it are replaced).
+    duration : float
+        Simulated seconds to run (more than the push's end).
+    scenario : str
+        The scenario (a bundled name or a path) with a ``[task]`` and ``[controller]``.
+    timeout : float
+        Wall seconds the graph may take.
+    stream : IO[str] | None, optional
+        Where to print progress (default standard output).
+
+    Returns
+    -------
+    RunSummary
+        The numbers of the recorded run.
+
+    Raises
+    ------
+    DemoError
+        If a step fails; the message names it and where its output is.
+    """
+    from skelarm_ros.bag_to_log import bag_to_log
+    from skelarm_ros.graph import describe
+    from skelarm_ros.plot import load_log
+    from skelarm_ros.plot import main as plot_main
+    from skelarm_ros.scenario import resolve_scenario
+
+    say = stream if stream is not None else sys.stdout
+    paths = DemoPaths(output.expanduser().resolve())
+    paths.folder.mkdir(parents=True, exist_ok=True)
+    for old in (paths.bag, paths.log, paths.picture):  # a new run replaces the demo's own outputs only
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("ROS_LOG_DIR", str(paths.ros_log))
+    scenario_path = resolve_scenario(scenario)
+
+    push = write_push(paths.push, end=duration)
+    fx, fy = PUSH_FORCE
+    say.write(
+        f"push: {math.hypot(fx, fy):.1f} N ({fx:+.1f}, {fy:+.1f}) from t={PUSH_START} s for {PUSH_LENGTH} s "
+        f"(impulse {float(np.linalg.norm(push.impulse())):.3f} N*s) -> {paths.push}\n"
+    )
+    specs = describe(
+        {
+            "scenario": str(scenario_path),
+            "mode": "lockstep",
+            "duration": str(duration),
+            "force_source": str(paths.push),
+            "record": str(paths.bag),
+        }
+    )
+    say.write(f"running '{scenario_path.name}' in lockstep for {duration} s with the push replayed and recorded ...\n")
+    say.flush()
+    started = time.monotonic()
+    with paths.graph_output.open("w", encoding="utf-8") as out:
+        try:
+            wall = run_graph(specs, out, timeout)
+        except DemoError as error:
+            msg = f"{error}; the nodes' output is in {paths.graph_output}"
+            raise DemoError(msg) from None
+    graph_seconds = time.monotonic() - started
+
+    started = time.monotonic()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conversion = bag_to_log(paths.bag, paths.log, wrench_topic="/tip_wrench", scenario=scenario_path)
+    convert_seconds = time.monotonic() - started
+
+    started = time.monotonic()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = plot_main([str(paths.log), "-o", str(paths.picture), "--scenario", str(scenario_path)])
+    if code != 0:
+        msg = f"skelarm-ros plot could not draw {paths.log}"
+        raise DemoError(msg)
+    plot_seconds = time.monotonic() - started
+
+    summary = summarize(load_log(paths.log), scenario_path, wall, conversion.masked)
+    say.write(
+        f"graph (start-up, run, shutdown): {graph_seconds:.1f} s; bag_to_log: {convert_seconds:.1f} s "
+        f"({conversion.messages} messages -> {conversion.frames} frames); plot: {plot_seconds:.1f} s\n\n"
+        f"outputs in {paths.folder}:\n"
+        f"  recorded push    {paths.push}\n"
+        f"  bag              {paths.bag}\n"
+        f"  log              {paths.log}\n"
+        f"  picture          {paths.picture}\n"
+        f"  nodes' output    {paths.graph_output}\n\n"
+        f"{summary.text()}\n"
+    )
+    say.flush()
+    return summary
 
 
 def main() -> int:
     """Parse ``skelarm-ros demo`` arguments and run the demo."""
     parser = argparse.ArgumentParser(prog="skelarm-ros demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="simulated seconds to run")
+    parser.add_argument(
+        "-o", "--output", type=Path, default=DEFAULT_OUTPUT, help=f"output folder (default {DEFAULT_OUTPUT}/)"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=DEFAULT_DURATION, help=f"simulated seconds (default {DEFAULT_DURATION})"
+    )
+    parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help="scenario: a bundled name or a path")
     args = parser.parse_args(sys.argv[1:])
-    if not args.seconds > 0.0:
-        parser.error(f"--seconds must be positive, got {args.seconds}")
-    return run_demo(args.seconds)
+    if not (math.isfinite(args.duration) and args.duration > PUSH_START + PUSH_LENGTH):
+        parser.error(f"--duration must be more than the push's end ({PUSH_START + PUSH_LENGTH} s), got {args.duration}")
+    try:
+        summary = run_demo(args.output, duration=args.duration, scenario=args.scenario)
+    except (DemoError, ValueError) as error:
+        print(f"skelarm-ros demo: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("skelarm-ros demo: interrupted", file=sys.stderr)
+        return 130
+    del summary  # printed by run_demo; a reach outside its tolerance is reported there, not an error
+    return 0
