@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from skelarm_ros.demo import PUSH_FORCE, PUSH_LENGTH, PUSH_START, DemoPaths, RunSummary, write_push
 
 
-def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path):
+def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path: Path) -> None:
     record = write_push(tmp_path / "push.csv", end=3.0)
     assert record.start == 0.0 and record.end == 3.0
     np.testing.assert_allclose(record.at(PUSH_START + PUSH_LENGTH / 2), PUSH_FORCE)
@@ -18,12 +19,12 @@ def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path):
     np.testing.assert_allclose(record.impulse(), np.array(PUSH_FORCE) * PUSH_LENGTH)
 
 
-def test_push_outside_the_run_is_refused(tmp_path):
+def test_push_outside_the_run_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="inside"):
         write_push(tmp_path / "push.csv", end=PUSH_START)
 
 
-def test_summary_reports_the_error_against_the_tolerance():
+def test_summary_reports_the_error_against_the_tolerance() -> None:
     summary = RunSummary(
         steps=1500,
         simulated=3.0,
@@ -45,7 +46,7 @@ def test_summary_reports_the_error_against_the_tolerance():
 
 
 @pytest.mark.slow
-def test_demo_runs_records_converts_and_plots(tmp_path):
+def test_demo_runs_records_converts_and_plots(tmp_path: Path) -> None:
     from skelarm_ros.demo import run_demo
     from skelarm_ros.plot import load_log
 
