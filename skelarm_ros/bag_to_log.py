@@ -356,10 +356,27 @@ def write_log(
         raise
 
 
-def _time_of(stamp: int, log: int, header: bool) -> tuple[int, bool]:
-    if header and stamp != 0:
-        return stamp, False
-    return log, header
+# Header stamps before 1973 are simulated time (a simulator's clock starts at 0), not the wall clock.
+WALL_CLOCK_NS = 100_000_000 * NANOSECONDS
+
+
+def resolve_times(stamps: NDArray[np.int64], logs: NDArray[np.int64], header: bool) -> tuple[NDArray[np.int64], int]:
+    """Return one topic's message times and how many fell back from the header stamp to log time.
+
+    With ``header``, a zero stamp means "not set" on a topic stamped with the wall
+    clock (or never stamped) and falls back to the message's log time; on a topic
+    stamped with simulated time (every non-zero stamp before 1973) zero is its first
+    instant and is kept. Without ``header`` the log times are the times.
+    """
+    if not header:
+        return logs, 0
+    unset = stamps == 0
+    if not unset.any():
+        return stamps, 0
+    stamped = stamps[~unset]
+    if stamped.size and int(stamped.max()) < WALL_CLOCK_NS:
+        return stamps, 0
+    return np.where(unset, logs, stamps), int(np.count_nonzero(unset))
 
 
 def bag_to_log(
@@ -502,9 +519,7 @@ def bag_to_log(
                 statemap.fill(state["q"].row(), names, message.position)
                 statemap.fill(state["dq"].row(), names, message.velocity)
                 statemap.fill(state["tau"].row(), names, message.effort)
-                stamp, fell = _time_of(_stamp(message), log_time, header)
-                counts["stamp_fallbacks"] += fell
-                state_stamps.put(stamp)
+                state_stamps.put(_stamp(message))
                 state_logs.put(log_time)
                 continue
             if topic == description:
@@ -542,9 +557,7 @@ def bag_to_log(
             else:
                 row[: min(len(message.position), len(row))] = message.position[: len(row)]
             if msgtype != FLOAT_ARRAY:
-                stamp, fell = _time_of(_stamp(message), log_time, header)
-                counts["stamp_fallbacks"] += fell
-                stream.stamps.put(stamp)
+                stream.stamps.put(_stamp(message))
             stream.logs.put(log_time)
         bar.finish()
         if statemap is None:
@@ -556,15 +569,21 @@ def bag_to_log(
         joint_type = bag.topics[joint_topic].msgtype
 
     # ---- align onto the state times
-    stamps = state_stamps.array()
     logs = state_logs.array()
+    stamps, fell = resolve_times(state_stamps.array(), logs, header)
+    counts["stamp_fallbacks"] += fell
+    stream_times: dict[str, NDArray[np.int64]] = {}
+    for name, stream in streams.items():
+        if stream.msgtype != FLOAT_ARRAY:
+            stream_times[name], fell = resolve_times(stream.stamps.array(), stream.logs.array(), header)
+            counts["stamp_fallbacks"] += fell
     next_logs = np.append(logs[1:], np.iinfo(np.int64).max)
     arrays: dict[str, NDArray[Any]] = {key: rows.array() for key, rows in state.items()}
 
     def stamped_hold(stream: _Stream) -> NDArray[np.float64]:
         """Hold a stream stamped with the state it was computed from."""
         if header and stream.msgtype != FLOAT_ARRAY:
-            return _hold(stream.stamps.array(), stream.values.array(), stamps, "right")
+            return _hold(stream_times[stream.topic], stream.values.array(), stamps, "right")
         return _hold(stream.logs.array(), stream.values.array(), next_logs, "left")
 
     effort: dict[str, Any] = {"kind": "joint_torque", "unit": "N*m"}
@@ -593,7 +612,7 @@ def bag_to_log(
         }
     if wrench_topic and wrench_topic in streams:
         stream = streams[wrench_topic]
-        times, query = (stream.stamps.array(), stamps) if header else (stream.logs.array(), logs)
+        times, query = (stream_times[wrench_topic], stamps) if header else (stream.logs.array(), logs)
         arrays["ext_force"] = _hold(times, stream.values.array(), query, "right")
     channel_meta: dict[str, dict[str, Any]] = {
         "q": {"unit": "rad", "label": "joint angle", "columns": statemap.joints},

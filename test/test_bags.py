@@ -191,7 +191,8 @@ def test_out_of_order_and_duplicate_stamps_are_kept_in_log_order_and_reported(tm
 
 
 def test_clock_log_and_zero_stamps_fall_back_to_log_time(tmp_path):
-    msgs = [("/joint_states", 1000 * (i + 1), joint_state(0 if i == 1 else 5 + i, ["a"], [i])) for i in range(3)]
+    wall = 1_700_000_000_000_000_000  # a driver stamping with the wall clock, one stamp left unset
+    msgs = [("/joint_states", 1000 * (i + 1), joint_state(0 if i == 1 else wall + i, ["a"], [i])) for i in range(3)]
     bag = write_bag(tmp_path / "bag", msgs)
     header = bag_to_log(bag, tmp_path / "h.sklog.npz")
     assert header.extra["counts"]["stamp_fallbacks"] == 1
@@ -395,3 +396,22 @@ def test_ros1_bag_converts(tmp_path):
     np.testing.assert_array_equal(log.channel("q")[:, 1], 0.5 * np.arange(20.0))
     np.testing.assert_array_equal(log.channel("dq")[0], [2.0, 1.0])
     np.testing.assert_allclose(log.times, 0.005 * np.arange(20), atol=1e-12)
+
+
+def test_simulated_time_starting_at_zero_keeps_its_zero_stamp(tmp_path):
+    """A simulator's bag starts at stamp 0: that is its first instant, not a missing stamp."""
+    messages = []
+    for k in range(10):
+        ns = k * 2_000_000  # simulated time 0, 2 ms, ...
+        log = 1_800_000_000_000_000_000 + k * 5_000_000  # wall clock when logged
+        messages.append(("/joint_states", log + 10, joint_state(ns, ["a"], [0.1 * k], [0.0], [0.0])))
+        messages.append(("/joint_commands", log + 20, joint_state(ns, ["a"], [], [], [float(k)])))
+        messages.append(("/tip_wrench", log + 5, wrench(ns, float(k), 0.0)))
+    bag = write_bag(tmp_path / "bag", messages)
+    summary = bag_to_log(bag, tmp_path / "out.sklog.npz", wrench_topic="/tip_wrench")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    assert summary.frames == 10
+    np.testing.assert_allclose(log.times, 0.002 * np.arange(10), atol=1e-12)
+    np.testing.assert_array_equal(log.channel("tau")[:, 0], np.arange(10.0))
+    np.testing.assert_array_equal(log.channel("ext_force")[:, 0], np.arange(10.0))
+    assert log.extra["counts"]["stamp_fallbacks"] == 0
