@@ -82,7 +82,7 @@ class Recorder(Node):
         )
         self.declare_parameter(
             "discovery_period",
-            0.5,
+            0.1,
             ParameterDescriptor(description="seconds between looks for new topics", read_only=True),
         )
         storage = str(self.get_parameter("storage").value)
@@ -129,10 +129,10 @@ class Recorder(Node):
                 self.get_logger().warning(f"not recording '{name}': type {msgtype} has no known definition")
                 continue
             publishers = self.get_publishers_info_by_topic(name)
+            if not publishers:
+                continue  # only readers so far: wait for a publisher, whose QoS decides ours
             latched = any(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
-            reliable = bool(publishers) and all(
-                p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers
-            )
+            reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
             qos = QoSProfile(
                 depth=1000,
                 reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
@@ -181,7 +181,7 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as error:
-        print(f"recorder: error: {error}", file=sys.stderr)
+        rclpy.logging.get_logger("recorder").error(str(error))
         code = 1
     finally:
         if node is not None:
