@@ -33,7 +33,7 @@ def committed_states(folder: Path) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
 def test_recording_survives_stop_and_converts(tmp_path, stop):
     import rclpy
     from rclpy.context import Context
@@ -74,7 +74,7 @@ def test_recording_survives_stop_and_converts(tmp_path, stop):
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-    if stop == signal.SIGTERM:
+    if stop != signal.SIGKILL:  # stopped cleanly: the bag is complete
         assert code == 0
         assert (folder / "metadata.yaml").is_file()
     else:
