@@ -66,7 +66,7 @@ class ArmRun:
     steps : int
         Steps counted by the simulator (from its first stamped command on).
     exit_code : int | None
-        The simulator's exit code (it ends itself after the duration).
+        The simulator's exit code (stopped by SIGINT once the reach had its time).
     """
 
     namespace: str
@@ -132,7 +132,7 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
     namespaces = [f"arm{k + 1}" for k in range(count)]
     specs = {}
     for namespace in namespaces:
-        for spec in describe({"namespace": namespace, "scenario": scenario, "duration": str(duration)}):
+        for spec in describe({"namespace": namespace, "scenario": scenario}):
             extra: dict[str, Any] = {"command_interface": "joint_commands"}
             if spec.executable == "simulator":
                 extra["publish_clock"] = False
@@ -181,7 +181,24 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
         )
         for namespace in namespaces:
             start((namespace, "simulator"))
-        spin_until(lambda: all(heard[ns][1] for ns in namespaces), START_TIMEOUT, "every arm's first answered state")
+        # Each reach's time starts at the first state its controller answers (effort not zero).
+        answered: dict[str, int] = {}
+
+        def every_arm_answered() -> bool:
+            for ns in namespaces:
+                if ns not in answered and heard[ns] and any(value != 0.0 for value in heard[ns][-1].effort):
+                    answered[ns] = _stamp(heard[ns][-1])
+            return len(answered) == count
+
+        spin_until(every_arm_answered, START_TIMEOUT, "every arm's first commanded state")
+
+        def graph_known() -> bool:
+            return all(
+                "UNKNOWN" not in " ".join(_nodes(node.get_publishers_info_by_topic(f"/{ns}/joint_states")))
+                for ns in namespaces
+            )
+
+        spin_until(graph_known, START_TIMEOUT, "the node names on every arm's topics")
         for namespace in namespaces:  # the graph while every arm runs
             topic = f"/{namespace}/joint_states"
             run = runs[namespace]
@@ -190,11 +207,11 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
                 name for name in _nodes(node.get_subscriptions_info_by_topic(topic)) if name != "/multiarm_probe"
             ]
             run.command_publishers = _nodes(node.get_publishers_info_by_topic(f"/{namespace}/joint_commands"))
-        budget = START_TIMEOUT + 20.0 * duration * count
+        length = round(duration * NS)
         spin_until(
-            lambda: all(processes[(ns, "simulator")].poll() is not None for ns in namespaces),
-            budget,
-            "every simulator to end its run",
+            lambda: all(_stamp(heard[ns][-1]) >= answered[ns] + length for ns in namespaces),
+            START_TIMEOUT + 20.0 * duration * count,
+            "every reach to have had its time",
         )
         executor.spin_once(timeout_sec=0.2)
     finally:
