@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 import skelarm
-from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD
+from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointPD
 from skelarm.mpc import JointSpaceMPC
 from skelarm.reaching import EndpointController
 
 from skelarm_ros.conversions import NANOSECONDS, Rejected, by_name, check_joint_names
-from skelarm_ros.engine import ArmEngine, sync_skeleton
+from skelarm_ros.engine import ArmEngine, set_joints, sync_skeleton
 from skelarm_ros.scenario import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -112,6 +112,16 @@ _FAST_TWINS: dict[type[skelarm.Controller], type[skelarm.Controller]] = {
     InverseDynamicsFeedforwardPD: FastInverseDynamicsPD,
     JointSpaceMPC: FastJointSpaceMPC,
 }
+
+
+# Exact types whose update, control and channels read only skeleton.q and skeleton.dq, so a state
+# needs no forward kinematics of the skeleton (their reset may read more: it gets a full sync).
+_JOINT_SPACE_ONLY: frozenset[type] = frozenset({JointPD, *_FAST_TWINS.values()})
+
+
+def reads_joints_only(controller: skelarm.Controller) -> bool:
+    """Tell whether the controller reads only the skeleton's joint angles and velocities between resets."""
+    return type(controller) in _JOINT_SPACE_ONLY
 
 
 def has_fast_model(controller: skelarm.Controller) -> bool:
@@ -490,7 +500,10 @@ class ControlLoop:
                 )
                 raise Rejected(msg)
             self._origin = None
-        sync_skeleton(self.skeleton, q, dq)
+        if self._origin is None or self._pending_target is not None or not reads_joints_only(self.controller):
+            sync_skeleton(self.skeleton, q, dq)
+        else:
+            set_joints(self.skeleton, q, dq)  # a joint-space controller between resets: no kinematics needed
         if self._pending_target is not None:
             target, self._pending_target = self._pending_target, None
             self._apply_target(target)

@@ -160,6 +160,16 @@ class ArmEngine:
         if t is not None:
             self.t = float(t)
 
+    @property
+    def q_list(self) -> list[float]:
+        """Joint angles (rad) as a list of floats (kept beside :attr:`q`, no conversion); do not modify it."""
+        return self._q_list
+
+    @property
+    def dq_list(self) -> list[float]:
+        """Joint velocities (rad/s) as a list of floats (kept beside :attr:`dq`); do not modify it."""
+        return self._dq_list
+
     # -- dynamics and kinematics at a given state ------------------------------------------------
 
     def forward_dynamics(
@@ -277,12 +287,30 @@ def sync_skeleton(skeleton: Skeleton, q: ArrayLike, dq: ArrayLike) -> None:
     q, dq : ArrayLike
         Joint angles and velocities, one per joint.
     """
+    set_joints(skeleton, q, dq)
+    compute_forward_kinematics(skeleton)
+
+
+def set_joints(skeleton: Skeleton, q: ArrayLike, dq: ArrayLike) -> None:
+    """Write joint angles and velocities onto a skeleton exactly, without refreshing its kinematics.
+
+    For controllers that read only ``skeleton.q`` and ``skeleton.dq`` (joint-space
+    ones): the links' positions and velocities are left as they were, which saves
+    skelarm's forward kinematics (tens of microseconds) per state. Use
+    :func:`sync_skeleton` for anything that reads the links' kinematics.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The skeleton to update in place.
+    q, dq : ArrayLike
+        Joint angles and velocities, one per joint.
+    """
     angles = np.asarray(q, dtype=np.float64).tolist()
     velocities = np.asarray(dq, dtype=np.float64).tolist()
     for link, angle, velocity in zip(skeleton.links[1:], angles, velocities, strict=True):
         link.q = angle
         link.dq = velocity
-    compute_forward_kinematics(skeleton)
 
 
 def run_controlled(

@@ -175,6 +175,9 @@ class Simulation:
         Empty while the state is finite; else why integration stopped.
     rejected : collections.Counter[str]
         Rejected or ignored messages per kind since the start.
+    answered : AnswerCount
+        Realtime steps whose held command answered the state before the step (by its
+        stamp), since the first stamped command was held (:meth:`held_command`).
     """
 
     def __init__(
@@ -206,6 +209,8 @@ class Simulation:
         self._zero = np.zeros(num_joints)
         self._command: NDArray[np.float64] | None = None
         self._command_time = -math.inf
+        self._command_stamp: int | None = None
+        self.answered = AnswerCount()
         self._commanding = False
         self._lapsed_once = False
         self.force = np.zeros(2)
@@ -276,8 +281,19 @@ class Simulation:
         """
         return self._checked(WRENCH, lambda: planar_force(frame_id, force, torque, self.wrench_tolerance))
 
-    def hold_command(self, tau: NDArray[np.float64], now: float) -> str | None:
+    def hold_command(self, tau: NDArray[np.float64], now: float, stamp_ns: int | None = None) -> str | None:
         """Hold a checked command, received at ``now`` (seconds, the node's clock).
+
+        Parameters
+        ----------
+        tau : NDArray[np.float64]
+            The checked torque (N*m), one per joint.
+        now : float
+            When it was received (seconds, the node's clock).
+        stamp_ns : int | None, optional
+            The stamp of the state it answers (``joint_commands``), in nanoseconds;
+            ``None`` for an unstamped command. Stamped commands are counted in
+            :attr:`answered` by :meth:`held_command`.
 
         Returns
         -------
@@ -286,6 +302,7 @@ class Simulation:
         """
         self._command = tau
         self._command_time = now
+        self._command_stamp = stamp_ns
         if not self._commanding:
             self._commanding = True
             return RESUMED if self._lapsed_once else None
@@ -298,6 +315,11 @@ class Simulation:
     def held_command(self, now: float) -> tuple[NDArray[np.float64], str | None]:
         """Return the command to apply at ``now``: the newest, or zero once it is older than ``command_timeout``.
 
+        Once a stamped command has been held, each call also counts in :attr:`answered`
+        whether the returned command answers the present state (its stamp is the present
+        state's): the share of steps that applied a command computed from the state
+        right before them.
+
         Returns
         -------
         tuple[NDArray[np.float64], str | None]
@@ -306,6 +328,8 @@ class Simulation:
         """
         if self._command is None:
             return self._zero, None
+        if self._command_stamp is not None:
+            self.answered.count(self._command_stamp == self.stamp_ns())
         if now - self._command_time > self.command_timeout:
             if self._commanding:
                 self._commanding = False
@@ -359,6 +383,42 @@ class Simulation:
         self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
+
+
+class AnswerCount:
+    """How many steps applied the command answering the state before them, and how many did not.
+
+    Attributes
+    ----------
+    on_time : int
+        Steps whose command was computed from the state right before the step.
+    late : int
+        Steps that applied an older command (or none, after a timeout).
+    """
+
+    def __init__(self) -> None:
+        """Start at zero."""
+        self.on_time = 0
+        self.late = 0
+
+    def count(self, on_time: bool) -> None:
+        """Count one step."""
+        if on_time:
+            self.on_time += 1
+        else:
+            self.late += 1
+
+    @property
+    def total(self) -> int:
+        """Steps counted."""
+        return self.on_time + self.late
+
+    def summary(self) -> str:
+        """Return one phrase for a log line: ``'998 of 1000 steps (99.80%) applied the command answering ...'``."""
+        share = 100.0 * self.on_time / self.total if self.total else 0.0
+        return (
+            f"{self.on_time} of {self.total} steps ({share:.2f}%) applied the command answering the state before them"
+        )
 
 
 class LockstepPairing:

@@ -25,6 +25,7 @@ from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
+from skelarm_ros.nodes.spinning import events_executor, spin_until
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ class ControllerNode(Node):
             if interface == "joint_commands"
             else self.create_publisher(Float64MultiArray, "effort_controller/commands", self._out_qos)
         )
+        self._command_msg = JointState(name=self.loop.command_joints)
         self._channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
@@ -202,9 +204,8 @@ class ControllerNode(Node):
     def _publish_command(self, output: ControlOutput, stamp: Time) -> None:
         torque = self.loop.command_torque(output.torque).tolist()
         if self._interface == "joint_commands":
-            command = JointState()
+            command = self._command_msg  # reused: publish serializes it at once
             command.header.stamp = stamp
-            command.name = self.loop.command_joints
             command.effort = torque
             self._command_pub.publish(command)
         else:
@@ -260,7 +261,10 @@ def main(args: list[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 1
     try:
-        rclpy.spin(node)
+        # The EventsExecutor answers a state in a fraction of the single-threaded executor's time.
+        executor = events_executor()
+        executor.add_node(node)
+        spin_until(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParam
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -38,6 +39,7 @@ from visualization_msgs.msg import MarkerArray
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
+from skelarm_ros.nodes.spinning import events_executor, spin_until
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import (
     COMMAND,
@@ -64,8 +66,8 @@ if TYPE_CHECKING:
 NODE_NAME = "simulator"
 WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
-SPIN_SLICE = 0.5  # s, the longest the main loop spins before checking for the end
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
+ACK_SLICE = 0.05  # s, the longest one acknowledgement wait lasts before checking for a shutdown
 
 # Reliable keep-all: a slow reliable reader holds the loop back instead of losing steps.
 LOCKSTEP_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
@@ -229,6 +231,7 @@ class SimulatorNode(Node):
             self.create_timer(1.0 / markers_rate, self.publish_markers, clock=self._steady)
 
         self.started = False
+        self._run_start = 0.0
         self._wait_since = 0.0
         self._told_halt = False
         self._step_timer: Timer
@@ -278,8 +281,8 @@ class SimulatorNode(Node):
             throttle_duration_sec=WARN_EVERY,
         )
 
-    def _hold(self, tau: np.ndarray) -> None:
-        if self.sim.hold_command(tau, self.get_clock().now().nanoseconds * 1e-9) == RESUMED:
+    def _hold(self, tau: np.ndarray, stamp_ns: int | None = None) -> None:
+        if self.sim.hold_command(tau, self.get_clock().now().nanoseconds * 1e-9, stamp_ns) == RESUMED:
             self.get_logger().info("commands resumed; applying them again")
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
@@ -296,10 +299,10 @@ class SimulatorNode(Node):
         except Rejected as error:
             self._reject(COMMAND, error)
             return
-        if not self.lockstep:
-            self._hold(tau)
-            return
         stamp = msg.header.stamp
+        if not self.lockstep:
+            self._hold(tau, stamp_to_nanoseconds(stamp.sec, stamp.nanosec))
+            return
         if not self.pairing.offer_command(stamp_to_nanoseconds(stamp.sec, stamp.nanosec), tau):
             self._stale(STALE_COMMAND, "joint_commands", stamp.sec, stamp.nanosec)
             return
@@ -354,7 +357,7 @@ class SimulatorNode(Node):
     # -- stepping --------------------------------------------------------------------------------
 
     def _now(self) -> float:
-        return self._steady.now().nanoseconds * 1e-9
+        return time.monotonic()  # the steady clock, without building an rclpy Time per step
 
     def publish_state(self) -> None:
         """Publish ``/clock`` (when enabled), ``joint_states`` and ``tip`` for the present state.
@@ -369,8 +372,8 @@ class SimulatorNode(Node):
             self.clock_pub.publish(self._clock_msg)
         state = self._state_msg
         state.header.stamp.sec, state.header.stamp.nanosec = sec, nanosec
-        state.position = engine.q.tolist()
-        state.velocity = engine.dq.tolist()
+        state.position = engine.q_list
+        state.velocity = engine.dq_list
         state.effort = self.sim.effort.tolist()
         self.state_pub.publish(state)
         x, y = self.sim.tip().tolist()
@@ -425,18 +428,35 @@ class SimulatorNode(Node):
         """Publish the new state; return whether the run goes on."""
         if self.last_step is not None and self.sim.steps >= self.last_step:
             self.publish_state()
-            self.get_logger().info(f"ran {self.sim.steps} steps ({self.sim.t:.6g} s simulated); stopping")
+            self.get_logger().info(self.run_summary() + "; stopping")
             self.finish(0)
             return False
         self._begin_step()
         return True
+
+    def run_summary(self) -> str:
+        """One sentence on the run so far: steps, simulated and wall time, rate, and (realtime) answered commands.
+
+        The wall time runs from the first published state to now, so ``steps / wall``
+        is the loop's rate.
+        """
+        wall = time.perf_counter() - self._run_start if self.started else 0.0
+        rate = f"{self.sim.steps / wall:.0f}" if wall > 0.0 else "-"
+        text = f"ran {self.sim.steps} steps ({self.sim.t:.6g} s simulated) in {wall:.6g} s wall time ({rate} steps/s)"
+        if not self.lockstep and self.sim.answered.total:
+            text += f"; {self.sim.answered.summary()}"
+        return text
+
+    def _start_run(self) -> None:
+        self.started = True
+        self._run_start = time.perf_counter()
 
     def tick(self) -> None:
         """Realtime step: apply the held command (or zero) and the held force, step, publish."""
         if self.finished.done():
             return
         if not self.started:
-            self.started = True
+            self._start_run()
             self.publish_state()
             return
         if self.sim.paused:
@@ -484,7 +504,7 @@ class SimulatorNode(Node):
             return
         if not self.started:
             if self._controller_present():
-                self.started = True
+                self._start_run()
                 self.get_logger().info("lockstep: controller present; starting")
                 self._begin_step()
             return
@@ -507,21 +527,34 @@ class SimulatorNode(Node):
             self.finished.set_result(code)
 
     def wait_for_readers(self, timeout: float = ACK_TIMEOUT) -> bool:
-        """Block until every reliable reader acknowledged every published state (after a run)."""
-        publishers: list[Publisher] = [self.state_pub, self.tip_pub]
+        """Block until every reliable reader acknowledged every published state (after a run).
+
+        Waits in slices of :data:`ACK_SLICE`, so a shutdown (SIGINT, SIGTERM) ends the
+        wait at once; returns ``False`` then, or when ``timeout`` (s, in all) passes.
+        """
+        pending: list[Publisher] = [self.state_pub, self.tip_pub]
         if self.clock_pub is not None:
-            publishers.append(self.clock_pub)
-        return all(pub.wait_for_all_acked(Duration(seconds=timeout)) for pub in publishers)
+            pending.append(self.clock_pub)
+        deadline = time.monotonic() + timeout
+        piece = Duration(seconds=ACK_SLICE)
+        while pending:
+            if not self.context.ok() or time.monotonic() > deadline:
+                return False
+            pending = [pub for pub in pending if not pub.wait_for_all_acked(piece)]
+        return True
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the simulator node until stopped, or until ``duration`` of simulated time has run."""
+    """Run the simulator node until stopped, or until ``duration`` of simulated time has run.
+
+    SIGINT and SIGTERM end it promptly with exit code 0 at any point after start-up,
+    including while a finished run waits for its readers' acknowledgements.
+    """
     argv = remove_ros_args(sys.argv if args is None else args)
     argparse.ArgumentParser(
         prog=NODE_NAME, description="skelarm_ros simulator; set parameters with --ros-args -p name:=value"
     ).parse_args(argv[1:])
     rclpy.init(args=sys.argv if args is None else args)
-    code = 0
     node: SimulatorNode | None = None
     try:
         try:
@@ -534,28 +567,24 @@ def main(args: list[str] | None = None) -> int:
                 f"a parameter is not valid ({error}); see docs/simulator.md for the accepted values"
             )
             return 1
-        if node.lockstep:
-            from rclpy.experimental import EventsExecutor
-
-            executor = EventsExecutor()
-        else:
-            executor = SingleThreadedExecutor()
+        executor = events_executor()
         executor.add_node(node)
-        try:
-            # Bounded spins: EventsExecutor's unbounded spin_until_future_complete can miss the future.
-            while not node.finished.done() and rclpy.ok():
-                executor.spin_until_future_complete(node.finished, timeout_sec=SPIN_SLICE)
-        except (KeyboardInterrupt, ExternalShutdownException):
+        if not spin_until(node, executor, node.finished):
+            node.get_logger().info(f"stopped by a signal; {node.run_summary()}")
             return 0
-        code = int(node.finished.result() or 0) if node.finished.done() else 0
+        code = int(node.finished.result() or 0)
         if code == 0 and not node.wait_for_readers():
+            if not node.context.ok():
+                return 0
             node.get_logger().warning(f"not every reader acknowledged the last states within {ACK_TIMEOUT} s")
         executor.remove_node(node)
+        return code
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return 0
     finally:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-    return code
 
 
 if __name__ == "__main__":

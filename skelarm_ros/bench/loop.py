@@ -1,0 +1,389 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""Closed-loop speed of the simulator and controller nodes as two real processes over DDS.
+
+``lockstep``: steps per second of the real simulator (``mode:=lockstep``) driven by the
+real controller (``command_interface:=joint_commands``), from the simulator's own log
+line (steps / wall time between its first and last state), beside the floor measured
+in the same run: a minimal two-process ping-pong of JointState messages with the
+executors the nodes use.
+
+``realtime``: the simulator's timer at 1 kHz (``dt:=0.001``) and at the scenario's own
+step, and the share of steps whose command was computed from the state right before
+them (the simulator counts it by the command's stamp and logs it at the end).
+
+Run as ``python -m skelarm_ros.bench.loop ping|pong ...`` this module is also the two
+ping-pong processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skelarm_ros.scenario import resolve_scenario
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rclpy.executors import Executor
+    from rclpy.qos import QoSProfile
+
+LOCKSTEP_TARGET = 3000.0  # steps/s
+ON_TIME_TARGET = 99.5  # % of steps at 1 kHz
+LOCKSTEP_SCENARIOS = ("reach", "reach_four_dof_robot")
+# (label, bundled scenario, [controller] table replacing the scenario's, or None to keep it)
+REALTIME_CASES: tuple[tuple[str, str, dict[str, object] | None], ...] = (
+    ("computed_torque (fast), 2 links", "reach", None),
+    ("computed_torque (fast), 4 links", "reach_four_dof_robot", None),
+    ("virtual_spring_damper, 2 links", "reach", {"type": "virtual_spring_damper"}),
+    ("adaptive_shaping, 2 links", "reach", {"type": "adaptive_shaping"}),
+)
+START_TIMEOUT = 60.0  # s for processes to start and find each other
+_RAN = re.compile(r"ran (\d+) steps \(.*?\) in ([0-9.e+-]+) s wall time")
+_ANSWERED = re.compile(r"(\d+) of (\d+) steps \(([0-9.]+)%\) applied the command answering")
+_domains = itertools.count()
+
+
+# -- processes ---------------------------------------------------------------------------------------
+
+
+def _environment(log_dir: Path) -> dict[str, str]:
+    """Return a process environment on its own DDS domain (1-99; tests use 100-199), local host only."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(1 + (os.getpid() + next(_domains)) % 99)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["ROS_LOG_DIR"] = str(log_dir)
+    return env
+
+
+def _start(args: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as stream:
+        return subprocess.Popen([sys.executable, *args], env=env, stdout=stream, stderr=subprocess.STDOUT)
+
+
+def _node(name: str, parameters: dict[str, object]) -> list[str]:
+    args = ["-m", f"skelarm_ros.nodes.{name}", "--ros-args"]
+    for key, value in parameters.items():
+        args += ["-p", f"{key}:={value}"]
+    return args
+
+
+def _end(process: subprocess.Popen[bytes]) -> int:
+    """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10.0)
+    return process.returncode
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float, log: Path) -> str:
+    """Wait for a process to exit on its own and return its log; fail with the log otherwise."""
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    text = log.read_text(errors="replace")
+    if code != 0:
+        msg = f"{log.name} did not end with 0 (exit {code}):\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return text
+
+
+# -- ping-pong floor ---------------------------------------------------------------------------------
+
+
+def _executor(kind: str) -> Executor:
+    from rclpy.executors import SingleThreadedExecutor
+
+    from skelarm_ros.nodes.spinning import events_executor
+
+    return events_executor() if kind == "events" else SingleThreadedExecutor()
+
+
+def _ping_pong_qos() -> QoSProfile:
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def ping(count: int, joints: int, executor_kind: str) -> int:
+    """Send ``count`` JointState messages one after the other, each after the answer to the last; print the time."""
+    import rclpy
+    from rclpy.task import Future
+    from sensor_msgs.msg import JointState
+
+    rclpy.init()
+    node = rclpy.create_node("loop_ping")
+    publisher = node.create_publisher(JointState, "loop/ping", _ping_pong_qos())
+    message = JointState(name=[f"j{i + 1}" for i in range(joints)], position=[0.1] * joints, velocity=[0.0] * joints)
+    message.effort = [0.0] * joints
+    done: Future = Future()
+    sent = [0]
+    start = [0.0]
+
+    def send() -> None:
+        message.header.stamp.sec, message.header.stamp.nanosec = divmod(sent[0] * 1_000_000, 1_000_000_000)
+        publisher.publish(message)
+
+    def on_answer(answer: JointState) -> None:
+        stamp = answer.header.stamp
+        if (stamp.sec, stamp.nanosec) != (message.header.stamp.sec, message.header.stamp.nanosec):
+            return
+        sent[0] += 1
+        if sent[0] == count:
+            done.set_result(time.perf_counter() - start[0])
+            return
+        send()
+
+    subscription = node.create_subscription(JointState, "loop/pong", on_answer, _ping_pong_qos())
+    executor = _executor(executor_kind)
+    executor.add_node(node)
+    deadline = time.monotonic() + START_TIMEOUT
+    while publisher.get_subscription_count() < 1 or subscription.get_publisher_count() < 1:
+        if time.monotonic() > deadline:
+            print("ping: no pong within the start timeout", flush=True)
+            return 1
+        executor.spin_once(timeout_sec=0.05)
+    start[0] = time.perf_counter()
+    send()
+    while not done.done() and time.monotonic() < deadline + 120.0:
+        executor.spin_until_future_complete(done, timeout_sec=0.5)
+    if done.done():
+        print(f"ROUNDTRIPS {count} {done.result()!r}", flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0 if done.done() else 1
+
+
+def pong(executor_kind: str) -> int:
+    """Answer each JointState on ``loop/ping`` with an effort JointState of the same stamp, until stopped."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import JointState
+
+    rclpy.init()
+    node = rclpy.create_node("loop_pong")
+    publisher = node.create_publisher(JointState, "loop/pong", _ping_pong_qos())
+
+    def answer(state: JointState) -> None:
+        command = JointState(name=state.name, effort=state.position)
+        command.header.stamp = state.header.stamp
+        publisher.publish(command)
+
+    node.create_subscription(JointState, "loop/ping", answer, _ping_pong_qos())
+    executor = _executor(executor_kind)
+    executor.add_node(node)
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.5)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+# -- measurements ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """Where the processes of one benchmark run keep their logs."""
+
+    folder: Path
+
+    def log(self, name: str) -> Path:
+        """Return a fresh log file path."""
+        return self.folder / f"{name}-{next(_domains)}.log"
+
+
+def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str) -> float:
+    """Round trips per second of the ping-pong, ping on the EventsExecutor as the lockstep simulator."""
+    env = _environment(work.folder)
+    pong_log, ping_log = work.log("pong"), work.log("ping")
+    responder = _start(["-m", __name__, "pong", "--executor", pong_executor], env, pong_log)
+    try:
+        sender = _start(
+            ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events"],
+            env,
+            ping_log,
+        )
+        try:
+            text = _wait(sender, START_TIMEOUT + 120.0, ping_log)
+        finally:
+            _end(sender)
+    finally:
+        _end(responder)
+    found = re.search(r"ROUNDTRIPS (\d+) ([0-9.e+-]+)", text)
+    if found is None:
+        msg = f"ping printed no result:\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return int(found.group(1)) / float(found.group(2))
+
+
+def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
+    """Return the simulator's steps per second in lockstep with the controller, from its log."""
+    env = _environment(work.folder)
+    sim_log, ctl_log = work.log("simulator"), work.log("controller")
+    controller = _start(
+        _node("controller", {"scenario": scenario, "command_interface": "joint_commands"}), env, ctl_log
+    )
+    try:
+        simulator = _start(
+            _node(
+                "simulator",
+                {
+                    "scenario": scenario,
+                    "mode": "lockstep",
+                    "command_interface": "joint_commands",
+                    "duration": duration,
+                },
+            ),
+            env,
+            sim_log,
+        )
+        try:
+            text = _wait(simulator, START_TIMEOUT + duration * 10.0, sim_log)
+        finally:
+            _end(simulator)
+    finally:
+        _end(controller)
+    found = _RAN.search(text)
+    if found is None:
+        msg = f"the simulator logged no run summary:\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return int(found.group(1)) / float(found.group(2))
+
+
+def realtime_share(work: Workspace, scenario: str, dt: float, duration: float) -> tuple[float, int, int]:
+    """Share (%) of realtime steps that applied the command answering the state before them, and the counts."""
+    env = _environment(work.folder)
+    sim_log, ctl_log = work.log("simulator"), work.log("controller")
+    controller = _start(
+        _node("controller", {"scenario": scenario, "command_interface": "joint_commands", "dt": dt}), env, ctl_log
+    )
+    try:
+        simulator = _start(
+            _node(
+                "simulator",
+                {
+                    "scenario": scenario,
+                    "mode": "realtime",
+                    "command_interface": "joint_commands",
+                    "dt": dt,
+                    "duration": duration,
+                },
+            ),
+            env,
+            sim_log,
+        )
+        try:
+            text = _wait(simulator, START_TIMEOUT + duration * 3.0, sim_log)
+        finally:
+            _end(simulator)
+    finally:
+        _end(controller)
+    found = _ANSWERED.search(text)
+    if found is None:
+        msg = f"the simulator counted no answered command (did the controller run?):\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return float(found.group(3)), int(found.group(1)), int(found.group(2))
+
+
+def _scenario_file(work: Workspace, scenario: str, controller: dict[str, object] | None) -> str:
+    """Return the bundled scenario, or a copy of it with another ``[controller]`` table."""
+    if controller is None:
+        return scenario
+    text = resolve_scenario(scenario).read_text(encoding="utf-8")
+    head = text.split("\n[controller]")[0]
+    assert "controller" not in tomllib.loads(head)
+    table = "\n".join(f"{key} = {value!r}".replace("'", '"') for key, value in controller.items())
+    path = work.folder / f"{scenario}-{controller['type']}.toml"
+    path.write_text(f"{head}\n[controller]\n{table}\n", encoding="utf-8")
+    return str(path)
+
+
+def run(*, quick: bool = False) -> dict[str, float]:
+    """Measure and print the lockstep rate beside the ping-pong floor, and the realtime on-time share.
+
+    Returns
+    -------
+    dict[str, float]
+        ``lockstep <scenario>`` (steps/s), ``floor <executor>`` (round trips/s) and
+        ``realtime <case> <rate>`` (% on time).
+    """
+    results: dict[str, float] = {}
+    rounds = 1 if quick else 2
+    with tempfile.TemporaryDirectory(prefix="skelarm-ros-bench-loop-") as folder:
+        work = Workspace(Path(folder))
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
+        print("lockstep (simulator EventsExecutor <-> controller node), best of", rounds)
+        print(f"{'':34} {'steps/s':>9} {'floor/s':>9} {'of floor':>9}")
+        count = 2000 if quick else 5000
+        duration = 4.0 if quick else 10.0
+        for _ in range(rounds):  # interleaved, so floor and loop meet the same load
+            for kind in ("events", "single"):
+                key = f"floor {kind}"
+                results[key] = max(results.get(key, 0.0), floor_rate(work, count, 2, kind))
+            for scenario in LOCKSTEP_SCENARIOS:
+                key = f"lockstep {scenario}"
+                results[key] = max(results.get(key, 0.0), lockstep_rate(work, scenario, duration))
+        floor = results["floor events"]
+        for kind, label in (("events", "EventsExecutor"), ("single", "SingleThreadedExecutor")):
+            rate = results[f"floor {kind}"]
+            print(f"{'ping-pong floor, pong on ' + label:<34} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}")
+        for scenario in LOCKSTEP_SCENARIOS:
+            rate = results[f"lockstep {scenario}"]
+            verdict = "met" if rate >= LOCKSTEP_TARGET else "NOT met"
+            print(
+                f"{'lockstep ' + scenario:<34} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}"
+                f"  target {LOCKSTEP_TARGET:.0f}: {verdict}"
+            )
+        seconds = 2.0 if quick else 5.0
+        print(f"realtime ({seconds:g} s per run): steps whose command answered the state before them")
+        print(f"{'':34} {'1 kHz':>16} {'scenario dt':>16}")
+        for label, scenario, controller in REALTIME_CASES:
+            path = _scenario_file(work, scenario, controller)
+            cells = []
+            for dt in (0.001, 0.0):
+                share, on_time, total = realtime_share(work, path, dt, seconds)
+                results[f"realtime {label} {dt or 'scenario'}"] = share
+                cells.append(f"{share:6.2f}% ({total - on_time:>3} late)")
+            verdict = "met" if results[f"realtime {label} 0.001"] >= ON_TIME_TARGET else "NOT met"
+            print(f"{label:<34} {cells[0]:>16} {cells[1]:>16}  target {ON_TIME_TARGET}% at 1 kHz: {verdict}")
+        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one side of the ping-pong (the processes :func:`floor_rate` starts)."""
+    parser = argparse.ArgumentParser(prog="python -m skelarm_ros.bench.loop", description=__doc__.splitlines()[0])
+    parser.add_argument("role", choices=("ping", "pong"))
+    parser.add_argument("--count", type=int, default=5000, help="ping: round trips")
+    parser.add_argument("--joints", type=int, default=2, help="ping: joints per message")
+    parser.add_argument("--executor", choices=("events", "single"), default="events")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.role == "ping":
+        return ping(args.count, args.joints, args.executor)
+    return pong(args.executor)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""How the nodes' ``main()`` spin: rclpy's EventsExecutor, in bounded slices, ending cleanly on a signal.
+
+The EventsExecutor dispatches a message to its callback without rebuilding a wait
+set in Python, so a node answers a message in a fraction of the single-threaded
+executor's time (docs/benchmarks.md). It is spun in slices of at most
+:data:`SPIN_SLICE` seconds: its unbounded ``spin_until_future_complete`` can miss a
+future that callbacks complete back to back, and between slices the loop sees that
+SIGINT or SIGTERM shut the context down (rclpy's signal handler does that).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rclpy.executors import ExternalShutdownException
+from rclpy.task import Future
+
+if TYPE_CHECKING:
+    from rclpy.context import Context
+    from rclpy.executors import Executor
+    from rclpy.node import Node
+
+SPIN_SLICE = 0.5  # s, the longest one spin call lasts before the loop checks for the end
+
+
+def events_executor(context: Context | None = None) -> Executor:
+    """Return a new :class:`rclpy.experimental.EventsExecutor` (typed as an rclpy executor)."""
+    from rclpy.experimental import EventsExecutor
+
+    return EventsExecutor(context=context)
+
+
+def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bool:
+    """Spin ``node`` until ``done`` completes or its context shuts down (SIGINT, SIGTERM).
+
+    Parameters
+    ----------
+    node : Node
+        A node already added to ``executor``; its context is watched.
+    executor : Executor
+        The executor to spin.
+    done : Future | None, optional
+        Ends the spin when complete; ``None`` spins until the context shuts down.
+
+    Returns
+    -------
+    bool
+        Whether ``done`` completed (``False`` when a signal or a shutdown ended the spin).
+    """
+    until = Future() if done is None else done
+    context = node.context
+    try:
+        while context.ok() and not until.done():
+            executor.spin_until_future_complete(until, timeout_sec=SPIN_SLICE)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        return False
+    return until.done()
