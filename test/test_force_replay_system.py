@@ -26,18 +26,7 @@ from skelarm_ros.conversions import stamp_to_nanoseconds
 from skelarm_ros.forces import RecordedForce
 from skelarm_ros.scenario import resolve_scenario
 
-SIMULATOR = Path(__file__).resolve().parents[1] / "skelarm_ros" / "nodes" / "simulator.py"
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        "EventsExecutor" in SIMULATOR.read_text(encoding="utf-8"),
-        reason=(
-            "the simulator's lockstep loop does not step when spun by rclpy's EventsExecutor "
-            "(skelarm_ros/nodes/simulator.py main: it logs 'controller present; starting' and publishes nothing); "
-            "these tests pass with the simulator on a SingleThreadedExecutor"
-        ),
-    ),
-]
+pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-9
 DURATION = 1.2  # simulated seconds: both pushes and some recovery
@@ -118,6 +107,8 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         deadline = time.monotonic() + START_TIMEOUT + frames * 0.05
         spin_until(lambda: len(heard.states) >= frames or simulator.poll() is not None, deadline, "the run")
         spin_until(lambda: len(heard.states) >= frames, time.monotonic() + 10.0, f"{frames} states")
+        # Topics are not ordered with one another: the last step's wrench may trail the final state.
+        spin_until(lambda: len(heard.wrenches) >= frames - 1, time.monotonic() + 10.0, "every step's wrench")
         assert simulator.wait(timeout=30.0) == 0, (tmp_path / "simulator.log").read_text()
     finally:
         for subscription in subscriptions:
