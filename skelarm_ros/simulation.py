@@ -35,7 +35,7 @@ from skelarm_ros.conversions import (
 from skelarm_ros.engine import ArmEngine, NonFiniteStateError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from numpy.typing import NDArray
 
@@ -383,6 +383,54 @@ class Simulation:
         self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
+
+
+def lockstep_missing(
+    command_publishers: int,
+    commanding_nodes: Collection[str],
+    reader_nodes: Sequence[str],
+    matched_readers: int,
+    *,
+    wrench_publishers: int | None = None,
+) -> list[str]:
+    """Say what lockstep still waits for before it publishes step 0; empty when it can start.
+
+    It starts once a ``joint_commands`` publisher is matched, every node that publishes
+    ``joint_commands`` has a ``joint_states`` reader in the graph (so the controller's
+    own reader is known), and every ``joint_states`` reader in the graph that can match
+    the simulator's publisher is matched (so none misses step 0).
+
+    Parameters
+    ----------
+    command_publishers : int
+        ``joint_commands`` publishers matched by the simulator's subscription.
+    commanding_nodes : Collection[str]
+        Full names of the nodes that publish ``joint_commands``, from the graph.
+    reader_nodes : Sequence[str]
+        Full node names of the graph's ``joint_states`` readers that can match the
+        simulator's publisher (right type, compatible QoS), one per reader.
+    matched_readers : int
+        ``joint_states`` readers matched by the simulator's publisher.
+    wrench_publishers : int | None, optional
+        ``tip_wrench`` publishers matched, when lockstep waits for the wrench too.
+
+    Returns
+    -------
+    list[str]
+        One phrase per missing thing, for a log line.
+    """
+    missing = []
+    if command_publishers < 1:
+        missing.append("a publisher on joint_commands")
+    if wrench_publishers is not None and wrench_publishers < 1:
+        missing.append("a publisher on tip_wrench")
+    unread = sorted(set(commanding_nodes) - set(reader_nodes))
+    if unread:
+        missing.append(f"a joint_states reader of {', '.join(unread)} in the graph")
+    expected = max(1, len(reader_nodes))
+    if matched_readers < expected:
+        missing.append(f"joint_states readers matched ({matched_readers} of {expected})")
+    return missing
 
 
 class AnswerCount:

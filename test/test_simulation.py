@@ -21,6 +21,7 @@ from skelarm_ros.simulation import (
     Simulation,
     check_effort_limits,
     check_mode,
+    lockstep_missing,
     stamp_nanoseconds,
 )
 
@@ -238,3 +239,37 @@ def test_stamps_follow_accumulated_time() -> None:
         sim.advance(np.zeros(2))
     assert sim.stamp_ns() == round(sim.t * 1e9)
     assert abs(sim.stamp_ns() - 1_000_000_000) <= 1
+
+
+def test_held_command_counts_whether_it_answers_the_state_before_the_step(sim: Simulation) -> None:
+    sim.hold_command(np.array([1.0, 0.0]), now=0.0)  # unstamped (effort_controller/commands): not counted
+    sim.held_command(now=0.0)
+    assert sim.answered.total == 0
+    for k in range(4):
+        stamp = sim.stamp_ns() if k != 2 else sim.stamp_ns() - 1  # step 2 gets an older command
+        sim.hold_command(np.array([1.0, 0.0]), now=0.001 * k, stamp_ns=stamp)
+        tau, _ = sim.held_command(now=0.001 * k)
+        sim.advance(tau)
+    tau, _ = sim.held_command(now=0.004)  # nothing new since the last step: late
+    assert (sim.answered.on_time, sim.answered.late) == (3, 2)
+    assert sim.answered.summary().startswith("3 of 5 steps (60.00%) applied the command answering")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "missing"),
+    [
+        ((1, {"/controller"}, ["/controller"], 1), []),
+        ((1, {"/controller"}, ["/controller", "/probe"], 2), []),
+        ((0, set(), [], 0), ["a publisher on joint_commands", "joint_states readers matched (0 of 1)"]),
+        # The controller's commands are matched but its joint_states reader is not in the graph yet.
+        ((1, {"/controller"}, ["/probe"], 1), ["a joint_states reader of /controller in the graph"]),
+        ((1, {"/controller"}, ["/controller", "/probe"], 1), ["joint_states readers matched (1 of 2)"]),
+    ],
+)
+def test_lockstep_starts_when_the_controller_and_every_reader_are_matched(arguments, missing) -> None:
+    assert lockstep_missing(*arguments) == missing
+
+
+def test_lockstep_with_wait_for_wrench_needs_a_wrench_publisher() -> None:
+    assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=0) == ["a publisher on tip_wrench"]
+    assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=1) == []

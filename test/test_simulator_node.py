@@ -293,6 +293,34 @@ def test_lockstep_waits_for_a_controller(context: rclpy.Context) -> None:
         node.destroy_node()
 
 
+def test_lockstep_starts_despite_a_reader_that_can_never_match(context: rclpy.Context) -> None:
+    """A transient-local joint_states reader is never matched; it must not hold the start back."""
+    node, out = lockstep(context)
+    other = rclpy.create_node("other_nodes", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(other)
+    try:
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        other.create_subscription(JointState, "joint_states", lambda _: None, latched)
+        controller = rclpy.create_node("controller", context=context)
+        executor.add_node(controller)
+        controller.create_subscription(JointState, "joint_states", lambda _: None, 10)
+        controller.create_publisher(JointState, "joint_commands", 10)
+        deadline = time.monotonic() + 20.0
+        while not node.started and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.02)
+            node._watch()
+        assert node.started, node._lockstep_missing()
+        assert len(out.states) == 1
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        other.destroy_node()
+
+
 def test_lockstep_steps_on_the_command_stamped_with_the_state(context: rclpy.Context) -> None:
     node, out = lockstep(context, duration=0.01)
     try:

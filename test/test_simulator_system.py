@@ -9,7 +9,9 @@ is a deliberately slow reliable reader that writes the stamps it got.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -265,6 +267,52 @@ def test_realtime_duration_exits_0(tmp_path: Path) -> None:
     log = (tmp_path / "sim.log").read_text()
     assert code == 0, log
     assert "ran 100 steps" in log
+
+
+@pytest.mark.parametrize("mode", ["realtime", "lockstep"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_ends_a_running_simulator_at_once_with_0(
+    probe: Probe, tmp_path: Path, mode: str, signum: signal.Signals
+) -> None:
+    processes = []
+    try:
+        if mode == "lockstep":
+            processes.append(start_stand_in(tmp_path / "controller.log", "controller"))
+        sim = start_simulator(tmp_path / "sim.log", f"mode:={mode}", "command_interface:=joint_commands")
+        processes.append(sim)
+        probe.spin_until(lambda: len(probe.states) >= 50, 60.0, "50 states")
+        sim.send_signal(signum)
+        code = wait_exit(sim, 5.0)
+    finally:
+        for process in reversed(processes):
+            end(process)
+    log = (tmp_path / "sim.log").read_text()
+    assert code == 0, log
+    assert "stopped by a signal; ran" in log
+    assert "Traceback" not in log
+
+
+def test_sigint_ends_the_wait_for_a_stopped_reader_at_once(probe: Probe, tmp_path: Path) -> None:
+    """A finished run waits for reliable readers to acknowledge; SIGINT must end that wait, not be held by it."""
+    listener = start_stand_in(tmp_path / "listener.log", "slow_listener", str(tmp_path / "stamps.txt"), "1000000")
+    sim = None
+    try:
+        probe.spin_until(lambda: probe.node.count_subscribers("joint_states") >= 2, 30.0, "the listener")
+        sim = start_simulator(tmp_path / "sim.log", "duration:=6.0")
+        probe.spin_until(lambda: len(probe.states) >= 10 or sim.poll() is not None, 60.0, "10 states")
+        os.kill(listener.pid, signal.SIGSTOP)  # it neither reads nor acknowledges from now on
+        probe.spin_until(lambda: "stopping" in (tmp_path / "sim.log").read_text(), 30.0, "the end of the run")
+        time.sleep(0.5)  # the simulator is in its acknowledgement wait (up to 10 s)
+        sim.send_signal(signal.SIGINT)
+        code = wait_exit(sim, 3.0)
+    finally:
+        os.kill(listener.pid, signal.SIGCONT)
+        end(listener)
+        if sim is not None:
+            end(sim)
+    log = (tmp_path / "sim.log").read_text()
+    assert code == 0, log
+    assert "Traceback" not in log
 
 
 @pytest.mark.parametrize(

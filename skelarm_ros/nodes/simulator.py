@@ -27,7 +27,14 @@ from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSCompatibility,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_check_compatible,
+)
 from rclpy.task import Future
 from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -54,6 +61,7 @@ from skelarm_ros.simulation import (
     check_mode,
     check_non_negative,
     check_positive,
+    lockstep_missing,
 )
 from skelarm_ros.urdf import skeleton_to_urdf
 
@@ -66,6 +74,8 @@ if TYPE_CHECKING:
 NODE_NAME = "simulator"
 WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
+WAIT_REPORT = 5.0  # s, how often a lockstep start that waits says what for
+STATE_TYPE = "sensor_msgs/msg/JointState"
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
 ACK_SLICE = 0.05  # s, the longest one acknowledgement wait lasts before checking for a shutdown
 
@@ -78,6 +88,10 @@ LATCHED_QOS = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
+
+
+def _full_name(namespace: str, name: str) -> str:
+    return f"{namespace.rstrip('/')}/{name}"
 
 
 def _descriptor(description: str, *, read_only: bool = False, low: float | None = None) -> ParameterDescriptor:
@@ -485,14 +499,41 @@ class SimulatorNode(Node):
         else:
             self._say_halted()
 
-    def _controller_present(self) -> bool:
-        if self.command_sub.get_publisher_count() < 1:
-            return False
-        if self.wait_for_wrench and self.wrench_sub.get_publisher_count() < 1:
-            return False
-        # Every reader of joint_states known to the graph must be matched, so none misses the first state.
-        readers = self.count_subscribers(self.state_pub.topic_name)
-        return self.state_pub.get_subscription_count() >= max(1, readers)
+    def _lockstep_missing(self) -> list[str]:
+        """Return what lockstep waits for before step 0 (:func:`skelarm_ros.simulation.lockstep_missing`).
+
+        Only ``joint_states`` readers that can match the publisher count: a reader of
+        another type or with an incompatible QoS (transient local, say) is never matched
+        and must not hold the start back forever.
+        """
+        topic = self.state_pub.topic_name
+        me = (self.get_namespace(), self.get_name())
+        # The publisher's QoS as the graph states it (defaults resolved), once it is there.
+        own = next(
+            (
+                info.qos_profile
+                for info in self.get_publishers_info_by_topic(topic)
+                if (info.node_namespace, info.node_name) == me
+            ),
+            None,
+        )
+        readers = [
+            _full_name(info.node_namespace, info.node_name)
+            for info in self.get_subscriptions_info_by_topic(topic)
+            if info.topic_type == STATE_TYPE
+            and (own is None or qos_check_compatible(own, info.qos_profile)[0] != QoSCompatibility.ERROR)
+        ]
+        commanding = {
+            _full_name(info.node_namespace, info.node_name)
+            for info in self.get_publishers_info_by_topic(self.command_sub.topic_name)
+        }
+        return lockstep_missing(
+            self.command_sub.get_publisher_count(),
+            commanding,
+            readers,
+            self.state_pub.get_subscription_count(),
+            wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
+        )
 
     def _expected_text(self) -> str:
         expected = self.sim.stamp_ns()
@@ -503,10 +544,15 @@ class SimulatorNode(Node):
         if self.finished.done():
             return
         if not self.started:
-            if self._controller_present():
+            waiting = self._lockstep_missing()
+            if not waiting:
                 self._start_run()
                 self.get_logger().info("lockstep: controller present; starting")
                 self._begin_step()
+            else:
+                self.get_logger().info(
+                    f"lockstep: still waiting for {'; '.join(waiting)}", throttle_duration_sec=WAIT_REPORT
+                )
             return
         if self.sim.paused or self.sim.halted:
             self._wait_since = self._now()
