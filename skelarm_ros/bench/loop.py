@@ -335,7 +335,7 @@ def run(*, quick: bool = False) -> dict[str, float]:
         work = Workspace(Path(folder))
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
         print("lockstep (simulator EventsExecutor <-> controller node), best of", rounds)
-        print(f"{'':34} {'steps/s':>9} {'floor/s':>9} {'of floor':>9}")
+        print(f"{'':48} {'steps/s':>9} {'floor/s':>9} {'of floor':>9}")
         count = 2000 if quick else 5000
         duration = 4.0 if quick else 10.0
         for _ in range(rounds):  # interleaved, so floor and loop meet the same load
@@ -348,17 +348,17 @@ def run(*, quick: bool = False) -> dict[str, float]:
         floor = results["floor events"]
         for kind, label in (("events", "EventsExecutor"), ("single", "SingleThreadedExecutor")):
             rate = results[f"floor {kind}"]
-            print(f"{'ping-pong floor, pong on ' + label:<34} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}")
+            print(f"{'ping-pong floor, pong on ' + label:<48} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}")
         for scenario in LOCKSTEP_SCENARIOS:
             rate = results[f"lockstep {scenario}"]
             verdict = "met" if rate >= LOCKSTEP_TARGET else "NOT met"
             print(
-                f"{'lockstep ' + scenario:<34} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}"
+                f"{'lockstep ' + scenario:<48} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}"
                 f"  target {LOCKSTEP_TARGET:.0f}: {verdict}"
             )
         seconds = 2.0 if quick else 5.0
         print(f"realtime ({seconds:g} s per run): steps whose command answered the state before them")
-        print(f"{'':34} {'1 kHz':>16} {'scenario dt':>16}")
+        print(f"{'':48} {'1 kHz':>16} {'scenario dt':>16}")
         for label, scenario, controller in REALTIME_CASES:
             path = _scenario_file(work, scenario, controller)
             cells = []
@@ -367,7 +367,7 @@ def run(*, quick: bool = False) -> dict[str, float]:
                 results[f"realtime {label} {dt or 'scenario'}"] = share
                 cells.append(f"{share:6.2f}% ({total - on_time:>3} late)")
             verdict = "met" if results[f"realtime {label} 0.001"] >= ON_TIME_TARGET else "NOT met"
-            print(f"{label:<34} {cells[0]:>16} {cells[1]:>16}  target {ON_TIME_TARGET}% at 1 kHz: {verdict}")
+            print(f"{label:<48} {cells[0]:>16} {cells[1]:>16}  target {ON_TIME_TARGET}% at 1 kHz: {verdict}")
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return results
 
