@@ -388,3 +388,17 @@ def test_dt_parameter_rebuilds_with_that_step():
 def test_fast_model_can_be_turned_off():
     loop, _ = build_control_loop("reach", fast_model=False)
     assert type(loop.controller) is skelarm.ComputedTorque
+
+
+def test_joint_space_controllers_skip_the_skeletons_kinematics_without_changing_a_torque(monkeypatch):
+    from skelarm_ros import control
+
+    def run() -> list[np.ndarray]:
+        loop, _ = build_control_loop("reach_four_dof_robot")
+        scenario = _quiet_load("reach_four_dof_robot")
+        return [row[3] for row in _drive(loop, ArmEngine(scenario.skeleton, loop.dt), 200)]
+
+    skipped = run()
+    assert control.reads_joints_only(build_control_loop("reach")[0].controller)
+    monkeypatch.setattr(control, "reads_joints_only", lambda _controller: False)
+    np.testing.assert_array_equal(skipped, run())
