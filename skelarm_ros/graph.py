@@ -151,6 +151,16 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "the WrenchStamped topic to read when force_source is a bag",
         ),
         LaunchArgument("record", "", "bag path to record the arm's topics to; empty for no recording"),
+        LaunchArgument(
+            "joint_names",
+            "",
+            "comma-separated joint names in the arm's joint order (a real driver's names); empty for j1..jN",
+        ),
+        LaunchArgument(
+            "command_joints",
+            "",
+            "comma-separated order the driver's effort controller takes the joints in; empty for joint_names order",
+        ),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
         LaunchArgument(
             "rviz",
@@ -231,6 +241,15 @@ def normalize_namespace(text: str) -> str:
     return "/".join(parts)
 
 
+def _names(values: Mapping[str, str], argument: str, num_joints: int) -> list[str]:
+    """Split a comma-separated list of joint names; empty when not given."""
+    names = [name.strip() for name in values[argument].split(",") if name.strip()]
+    if names and (len(names) != num_joints or len(set(names)) != len(names)):
+        msg = f"{argument} '{values[argument]}' must name each of the arm's {num_joints} joints once, comma-separated"
+        raise GraphError(msg)
+    return names
+
+
 def _existing_path(text: str, argument: str, what: str) -> str:
     path = Path(text).expanduser()
     if not path.exists():
@@ -295,6 +314,12 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     if replay:
         force_source = _existing_path(force_source, "force_source", "a .sklog.npz log, a .csv file or a bag")
     command_interface = "joint_commands" if lockstep else "commands"
+    joint_names = _names(values, "joint_names", arm.num_joints)
+    command_joints = _names(values, "command_joints", arm.num_joints)
+    if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
+        msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
+        raise GraphError(msg)
+    naming: dict[str, ParameterValue] = {"joint_names": joint_names} if joint_names else {}
 
     def node(executable: str, parameters: dict[str, ParameterValue], *, ends_graph: bool = False) -> NodeSpec:
         return NodeSpec(
@@ -318,12 +343,16 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
                     "command_interface": command_interface,
                     "publish_clock": True,
                     "wait_for_wrench": lockstep and replay,
+                    **naming,
                 },
                 ends_graph=duration > 0.0,
             )
         )
     if _flag(values, "controller"):
-        specs.append(node("controller", {"scenario": scenario_path, "command_interface": command_interface}))
+        controller: dict[str, ParameterValue] = {"scenario": scenario_path, "command_interface": command_interface}
+        if command_joints:
+            controller["command_joints"] = command_joints
+        specs.append(node("controller", {**controller, **naming}))
     if replay:
         replay_parameters: dict[str, ParameterValue] = {
             "source": force_source,
@@ -339,16 +368,17 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
         specs.append(node("recorder", {"output": str(Path(values["record"]).expanduser().resolve())}))
     if _flag(values, "rviz"):
-        specs.extend(_visualisation(arm.skeleton, namespace, use_sim_time, remap_description=simulate))
+        names = joint_names or default_joint_names(arm.num_joints)
+        specs.extend(_visualisation(arm.skeleton, names, namespace, use_sim_time, remap_description=simulate))
     return specs
 
 
 def _visualisation(
-    skeleton: Skeleton, namespace: str, use_sim_time: bool, *, remap_description: bool
+    skeleton: Skeleton, joint_names: list[str], namespace: str, use_sim_time: bool, *, remap_description: bool
 ) -> list[NodeSpec]:
     """robot_state_publisher (TF from joint_states) and rviz2 with the package's configuration."""
     prefix = f"{namespace}/" if namespace else ""
-    urdf = skeleton_to_urdf(skeleton, default_joint_names(skeleton.num_joints))
+    urdf = skeleton_to_urdf(skeleton, joint_names)
     # The simulator publishes robot_description itself; robot_state_publisher's copy goes aside.
     remappings = (("robot_description", "robot_state_publisher/robot_description"),) if remap_description else ()
     arguments = ["-f", prefix + BASE_FRAME]

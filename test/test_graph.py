@@ -32,6 +32,7 @@ ARGUMENT_SETS = [
     {"hardware": "none", "namespace": "/lab/arm2/", "use_sim_time": "true"},
     {"controller": "false", "duration": "1", "rviz": "true"},
     {"scenario": "reach_four_dof_robot", "record": "/tmp/reach_bag", "mode": "lockstep"},
+    {"hardware": "none", "joint_names": "shoulder,elbow", "command_joints": "elbow,shoulder", "rviz": "true"},
 ]
 
 
@@ -50,6 +51,8 @@ def test_every_argument_has_a_default_and_a_description():
         "force_source",
         "force_topic",
         "record",
+        "joint_names",
+        "command_joints",
         "use_sim_time",
         "rviz",
     ]
@@ -137,6 +140,17 @@ def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_pa
     assert driver.parameters["timing"] == "timer"
 
 
+def test_joint_names_reach_every_node_that_names_joints_and_command_joints_the_controller():
+    nodes = by_executable({"joint_names": "shoulder, elbow", "command_joints": "elbow,shoulder", "rviz": "true"})
+    assert nodes["simulator"].parameters["joint_names"] == ["shoulder", "elbow"]
+    assert nodes["controller"].parameters["joint_names"] == ["shoulder", "elbow"]
+    assert nodes["controller"].parameters["command_joints"] == ["elbow", "shoulder"]
+    assert 'joint name="shoulder"' in nodes["robot_state_publisher"].parameters["robot_description"]
+    defaults = by_executable({})
+    assert "joint_names" not in defaults["simulator"].parameters
+    assert "command_joints" not in defaults["controller"].parameters
+
+
 def test_use_sim_time_reaches_every_node():
     for value, expected in (("true", True), ("False", False)):
         specs = describe({"use_sim_time": value, "rviz": "true"})
@@ -159,6 +173,9 @@ def test_use_sim_time_reaches_every_node():
         ({"force_source": "/no/such/force.csv"}, "force_source '/no/such/force.csv' does not exist"),
         ({"hardware": "none", "mode": "lockstep"}, "mode 'lockstep' needs hardware:=sim"),
         ({"hardware": "none", "duration": "3"}, "duration needs hardware:=sim"),
+        ({"joint_names": "a"}, "joint_names 'a' must name each of the arm's 2 joints once"),
+        ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
+        ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
     ],
 )
 def test_bad_values_give_one_sentence(arguments, sentence):
