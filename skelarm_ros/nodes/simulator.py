@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 NODE_NAME = "simulator"
 WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
+START_SETTLE = 0.2  # s the lockstep start condition must hold before step 0, while discovery settles
 WAIT_REPORT = 5.0  # s, how often a lockstep start that waits says what for
 STATE_TYPE = "sensor_msgs/msg/JointState"
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
@@ -246,6 +247,7 @@ class SimulatorNode(Node):
 
         self.started = False
         self._run_start = 0.0
+        self._ready_since: float | None = None
         self._wait_since = 0.0
         self._told_halt = False
         self._step_timer: Timer
@@ -545,14 +547,17 @@ class SimulatorNode(Node):
             return
         if not self.started:
             waiting = self._lockstep_missing()
-            if not waiting:
-                self._start_run()
-                self.get_logger().info("lockstep: controller present; starting")
-                self._begin_step()
-            else:
+            if waiting:
+                self._ready_since = None
                 self.get_logger().info(
                     f"lockstep: still waiting for {'; '.join(waiting)}", throttle_duration_sec=WAIT_REPORT
                 )
+            elif self._ready_since is None:
+                self._ready_since = self._now()  # the graph may still be filling in: let it settle
+            elif self._now() - self._ready_since >= START_SETTLE:
+                self._start_run()
+                self.get_logger().info("lockstep: controller present; starting")
+                self._begin_step()
             return
         if self.sim.paused or self.sim.halted:
             self._wait_since = self._now()
@@ -616,7 +621,10 @@ def main(args: list[str] | None = None) -> int:
         executor = events_executor()
         executor.add_node(node)
         if not spin_until(node, executor, node.finished):
-            node.get_logger().info(f"stopped by a signal; {node.run_summary()}")
+            summary = node.run_summary()
+            node.destroy_node()  # first, so the line below goes to the console only (the context is shut down)
+            node = None
+            rclpy.logging.get_logger(NODE_NAME).info(f"stopped by a signal; {summary}")
             return 0
         code = int(node.finished.result() or 0)
         if code == 0 and not node.wait_for_readers():

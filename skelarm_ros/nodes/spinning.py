@@ -57,4 +57,9 @@ def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bo
             executor.spin_until_future_complete(until, timeout_sec=SPIN_SLICE)
     except (KeyboardInterrupt, ExternalShutdownException):
         return False
+    except RuntimeError:
+        # The EventsExecutor can fail to convert a message taken while a signal shuts the context down.
+        if context.ok():
+            raise
+        return False
     return until.done()
