@@ -343,6 +343,8 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
                     "command_interface": command_interface,
                     "publish_clock": True,
                     "wait_for_wrench": lockstep and replay,
+                    # Step 0 waits for the graph's own joint_states readers, so none misses the start.
+                    "min_subscribers": int(_flag(values, "controller")) + int(bool(values["record"])),
                     **naming,
                 },
                 ends_graph=duration > 0.0,

@@ -392,6 +392,7 @@ def lockstep_missing(
     matched_readers: int,
     *,
     wrench_publishers: int | None = None,
+    min_readers: int = 1,
 ) -> list[str]:
     """Say what lockstep still waits for before it publishes step 0; empty when it can start.
 
@@ -413,6 +414,9 @@ def lockstep_missing(
         ``joint_states`` readers matched by the simulator's publisher.
     wrench_publishers : int | None, optional
         ``tip_wrench`` publishers matched, when lockstep waits for the wrench too.
+    min_readers : int, optional
+        ``joint_states`` readers to wait for at least (the controller, a recorder...),
+        whether or not the graph knows of them yet.
 
     Returns
     -------
@@ -427,7 +431,7 @@ def lockstep_missing(
     unread = sorted(set(commanding_nodes) - set(reader_nodes))
     if unread:
         missing.append(f"a joint_states reader of {', '.join(unread)} in the graph")
-    expected = max(1, len(reader_nodes))
+    expected = max(1, min_readers, len(reader_nodes))
     if matched_readers < expected:
         missing.append(f"joint_states readers matched ({matched_readers} of {expected})")
     return missing

@@ -151,6 +151,13 @@ def test_joint_names_reach_every_node_that_names_joints_and_command_joints_the_c
     assert "command_joints" not in defaults["controller"].parameters
 
 
+def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
+    assert by_executable({})["simulator"].parameters["min_subscribers"] == 1
+    assert by_executable({"controller": "false"})["simulator"].parameters["min_subscribers"] == 0
+    recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
+    assert recorded["simulator"].parameters["min_subscribers"] == 2
+
+
 def test_use_sim_time_reaches_every_node():
     for value, expected in (("true", True), ("False", False)):
         specs = describe({"use_sim_time": value, "rviz": "true"})

@@ -154,11 +154,6 @@ def test_realtime_reach_ends_at_its_target_and_the_graph_ends_with_the_duration(
     assert_reached(probe_arm1, launch)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulator node's lockstep does not step yet (it hangs after 'controller present; starting', "
-    "also when started by hand); strict, so this marker must go once it steps",
-)
 def test_lockstep_answers_every_state_and_ends_at_the_target(probe_arm1):
     launch = Launch("namespace:=arm1", "mode:=lockstep", "duration:=2.5")
     code = run_to_end(probe_arm1, launch, START_DEADLINE + 60.0)

@@ -273,3 +273,11 @@ def test_lockstep_starts_when_the_controller_and_every_reader_are_matched(argume
 def test_lockstep_with_wait_for_wrench_needs_a_wrench_publisher() -> None:
     assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=0) == ["a publisher on tip_wrench"]
     assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=1) == []
+
+
+def test_lockstep_also_waits_for_readers_the_graph_does_not_know_yet() -> None:
+    # The controller is there and matched, but the recorder the launch started is not discovered yet.
+    assert lockstep_missing(1, ["/controller"], ["/controller"], 1, min_readers=2) == [
+        "joint_states readers matched (1 of 2)"
+    ]
+    assert lockstep_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2) == []

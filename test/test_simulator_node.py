@@ -429,3 +429,18 @@ def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
         assert node.marker_pub is None
     finally:
         node.destroy_node()
+
+
+def test_realtime_waits_for_min_subscribers_before_step_zero(context: rclpy.Context) -> None:
+    node = make(context, min_subscribers=1)
+    recorded = Recorded(node)
+    try:
+        node.tick()
+        node.tick()
+        assert recorded.states == []  # nobody reads joint_states yet
+        node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
+        node.tick()
+        node.tick()
+        assert [state.header.stamp.nanosec for state in recorded.states] == [0, 2_000_000]
+    finally:
+        node.destroy_node()

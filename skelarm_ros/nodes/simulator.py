@@ -20,7 +20,7 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.exceptions import ParameterException
@@ -183,6 +183,18 @@ class SimulatorNode(Node):
                 "wait_for_wrench",
                 False,
                 _descriptor("lockstep: also wait for the tip_wrench stamped with each step's time", read_only=True),
+            ).value
+        )
+        self.min_subscribers = int(
+            declare(
+                "min_subscribers",
+                0,
+                ParameterDescriptor(
+                    description="joint_states readers to wait for before step 0 (controller, recorder, ...); "
+                    "lockstep waits for at least one",
+                    read_only=True,
+                    integer_range=[IntegerRange(from_value=0, to_value=1000, step=1)],
+                ),
             ).value
         )
         markers_rate = declare(
@@ -472,6 +484,13 @@ class SimulatorNode(Node):
         if self.finished.done():
             return
         if not self.started:
+            matched = self.state_pub.get_subscription_count()
+            if matched < self.min_subscribers:
+                self.get_logger().info(
+                    f"waiting for joint_states readers ({matched} of min_subscribers={self.min_subscribers})",
+                    throttle_duration_sec=WAIT_REPORT,
+                )
+                return
             self._start_run()
             self.publish_state()
             return
@@ -535,6 +554,7 @@ class SimulatorNode(Node):
             readers,
             self.state_pub.get_subscription_count(),
             wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
+            min_readers=self.min_subscribers,
         )
 
     def _expected_text(self) -> str:
