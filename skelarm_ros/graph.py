@@ -161,6 +161,12 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "",
             "comma-separated order the driver's effort controller takes the joints in; empty for joint_names order",
         ),
+        LaunchArgument(
+            "extra_readers",
+            "0",
+            "joint_states readers outside the graph (a plotting tool, a test probe) the simulator waits for "
+            "before step 0, so that they see the whole run",
+        ),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
         LaunchArgument(
             "rviz",
@@ -239,6 +245,14 @@ def normalize_namespace(text: str) -> str:
             )
             raise GraphError(msg)
     return "/".join(parts)
+
+
+def _count(text: str, argument: str) -> int:
+    """Parse a non-negative whole number argument."""
+    if not text.strip().isdigit():
+        msg = f"{argument} '{text}' must be a whole number, 0 or more"
+        raise GraphError(msg)
+    return int(text)
 
 
 def _names(values: Mapping[str, str], argument: str, num_joints: int) -> list[str]:
@@ -344,7 +358,10 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
                     "publish_clock": True,
                     "wait_for_wrench": lockstep and replay,
                     # Step 0 waits for the graph's own joint_states readers, so none misses the start.
-                    "min_subscribers": int(_flag(values, "controller")) + int(bool(values["record"])),
+                    "min_subscribers": int(_flag(values, "controller"))
+                    + int(bool(values["record"]))
+                    + _count(values["extra_readers"], "extra_readers"),
+                    "wait_for_controller": _flag(values, "controller"),
                     **naming,
                 },
                 ends_graph=duration > 0.0,

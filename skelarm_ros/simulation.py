@@ -393,6 +393,8 @@ def lockstep_missing(
     *,
     wrench_publishers: int | None = None,
     min_readers: int = 1,
+    need_controller: bool = True,
+    command_topic: str = "joint_commands",
 ) -> list[str]:
     """Say what lockstep still waits for before it publishes step 0; empty when it can start.
 
@@ -417,6 +419,11 @@ def lockstep_missing(
     min_readers : int, optional
         ``joint_states`` readers to wait for at least (the controller, a recorder...),
         whether or not the graph knows of them yet.
+    need_controller : bool, optional
+        Whether a ``joint_commands`` publisher must be there (lockstep; realtime only
+        when asked to wait for its controller).
+    command_topic : str, optional
+        The command topic's name, for the log line.
 
     Returns
     -------
@@ -424,14 +431,14 @@ def lockstep_missing(
         One phrase per missing thing, for a log line.
     """
     missing = []
-    if command_publishers < 1:
-        missing.append("a publisher on joint_commands")
+    if need_controller and command_publishers < 1:
+        missing.append(f"a publisher on {command_topic}")
     if wrench_publishers is not None and wrench_publishers < 1:
         missing.append("a publisher on tip_wrench")
     unread = sorted(set(commanding_nodes) - set(reader_nodes))
     if unread:
         missing.append(f"a joint_states reader of {', '.join(unread)} in the graph")
-    expected = max(1, min_readers, len(reader_nodes))
+    expected = max(int(need_controller), min_readers, len(reader_nodes))
     if matched_readers < expected:
         missing.append(f"joint_states readers matched ({matched_readers} of {expected})")
     return missing

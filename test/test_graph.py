@@ -53,6 +53,7 @@ def test_every_argument_has_a_default_and_a_description():
         "record",
         "joint_names",
         "command_joints",
+        "extra_readers",
         "use_sim_time",
         "rviz",
     ]
@@ -153,9 +154,12 @@ def test_joint_names_reach_every_node_that_names_joints_and_command_joints_the_c
 
 def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
     assert by_executable({})["simulator"].parameters["min_subscribers"] == 1
+    assert by_executable({})["simulator"].parameters["wait_for_controller"] is True
     assert by_executable({"controller": "false"})["simulator"].parameters["min_subscribers"] == 0
+    assert by_executable({"controller": "false"})["simulator"].parameters["wait_for_controller"] is False
     recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
     assert recorded["simulator"].parameters["min_subscribers"] == 2
+    assert by_executable({"extra_readers": "2"})["simulator"].parameters["min_subscribers"] == 3
 
 
 def test_use_sim_time_reaches_every_node():
@@ -180,6 +184,7 @@ def test_use_sim_time_reaches_every_node():
         ({"force_source": "/no/such/force.csv"}, "force_source '/no/such/force.csv' does not exist"),
         ({"hardware": "none", "mode": "lockstep"}, "mode 'lockstep' needs hardware:=sim"),
         ({"hardware": "none", "duration": "3"}, "duration needs hardware:=sim"),
+        ({"extra_readers": "-1"}, "extra_readers '-1' must be a whole number"),
         ({"joint_names": "a"}, "joint_names 'a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),

@@ -431,7 +431,10 @@ def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
         node.destroy_node()
 
 
-def test_realtime_waits_for_min_subscribers_before_step_zero(context: rclpy.Context) -> None:
+def test_realtime_waits_for_min_subscribers_before_step_zero(
+    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
     node = make(context, min_subscribers=1)
     recorded = Recorded(node)
     try:
@@ -439,8 +442,29 @@ def test_realtime_waits_for_min_subscribers_before_step_zero(context: rclpy.Cont
         node.tick()
         assert recorded.states == []  # nobody reads joint_states yet
         node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
+        node.tick()  # ready: the start condition must hold once more (settle) before step 0
         node.tick()
         node.tick()
         assert [state.header.stamp.nanosec for state in recorded.states] == [0, 2_000_000]
+    finally:
+        node.destroy_node()
+
+
+def test_realtime_can_wait_for_a_controller_before_step_zero(
+    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
+    node = make(context, wait_for_controller=True)
+    recorded = Recorded(node)
+    try:
+        node.tick()
+        node.tick()
+        assert recorded.states == []  # no command publisher yet
+        node.command_sub.get_publisher_count = lambda: 1  # type: ignore[method-assign]
+        node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
+        node._lockstep_missing = lambda: []  # type: ignore[method-assign]  # the graph knows the controller
+        node.tick()
+        node.tick()
+        assert len(recorded.states) == 1
     finally:
         node.destroy_node()

@@ -74,8 +74,8 @@ if TYPE_CHECKING:
 NODE_NAME = "simulator"
 WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
-START_SETTLE = 0.2  # s the lockstep start condition must hold before step 0, while discovery settles
-WAIT_REPORT = 5.0  # s, how often a lockstep start that waits says what for
+START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
+WAIT_REPORT = 5.0  # s, how often a start that waits says what for
 STATE_TYPE = "sensor_msgs/msg/JointState"
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
 ACK_SLICE = 0.05  # s, the longest one acknowledgement wait lasts before checking for a shutdown
@@ -194,6 +194,16 @@ class SimulatorNode(Node):
                     "lockstep waits for at least one",
                     read_only=True,
                     integer_range=[IntegerRange(from_value=0, to_value=1000, step=1)],
+                ),
+            ).value
+        )
+        self.wait_for_controller = bool(
+            declare(
+                "wait_for_controller",
+                False,
+                _descriptor(
+                    "realtime: publish step 0 only once a controller publishes commands (lockstep always waits)",
+                    read_only=True,
                 ),
             ).value
         )
@@ -484,15 +494,9 @@ class SimulatorNode(Node):
         if self.finished.done():
             return
         if not self.started:
-            matched = self.state_pub.get_subscription_count()
-            if matched < self.min_subscribers:
-                self.get_logger().info(
-                    f"waiting for joint_states readers ({matched} of min_subscribers={self.min_subscribers})",
-                    throttle_duration_sec=WAIT_REPORT,
-                )
-                return
-            self._start_run()
-            self.publish_state()
+            if (self.min_subscribers == 0 and not self.wait_for_controller) or self._ready_to_start():
+                self._start_run()
+                self.publish_state()
             return
         if self.sim.paused:
             return
@@ -555,7 +559,23 @@ class SimulatorNode(Node):
             self.state_pub.get_subscription_count(),
             wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
             min_readers=self.min_subscribers,
+            need_controller=self.lockstep or self.wait_for_controller,
+            command_topic=self.command_sub.topic_name,
         )
+
+    def _ready_to_start(self) -> bool:
+        """Whether step 0 can go out: nothing missing (see :meth:`_lockstep_missing`) for START_SETTLE s."""
+        waiting = self._lockstep_missing()
+        if waiting:
+            self._ready_since = None
+            self.get_logger().info(
+                f"{self.mode}: still waiting for {'; '.join(waiting)}", throttle_duration_sec=WAIT_REPORT
+            )
+            return False
+        if self._ready_since is None:
+            self._ready_since = self._now()  # the graph may still be filling in: let it settle
+            return False
+        return self._now() - self._ready_since >= START_SETTLE
 
     def _expected_text(self) -> str:
         expected = self.sim.stamp_ns()
@@ -566,15 +586,7 @@ class SimulatorNode(Node):
         if self.finished.done():
             return
         if not self.started:
-            waiting = self._lockstep_missing()
-            if waiting:
-                self._ready_since = None
-                self.get_logger().info(
-                    f"lockstep: still waiting for {'; '.join(waiting)}", throttle_duration_sec=WAIT_REPORT
-                )
-            elif self._ready_since is None:
-                self._ready_since = self._now()  # the graph may still be filling in: let it settle
-            elif self._now() - self._ready_since >= START_SETTLE:
+            if self._ready_to_start():
                 self._start_run()
                 self.get_logger().info("lockstep: controller present; starting")
                 self._begin_step()
