@@ -21,6 +21,7 @@ This module does not import rclpy.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.metadata
 import math
@@ -351,6 +352,28 @@ class ControlLoop:
         self._last_stamp: int | None = None
         self._t = 0.0
         self._pending_target: NDArray[np.float64] | None = None
+
+    def expected_channels(self) -> dict[str, NDArray[np.float64]]:
+        """Return the channels the controller will log, from a trial step on a copy at the initial state.
+
+        A node creates the channel publishers from these at start-up, so a recorder
+        finds them before the first state arrives. The controller itself is untouched.
+
+        Returns
+        -------
+        dict[str, NDArray[np.float64]]
+            Channel name to an example value (its shape tells the message type).
+        """
+        trial = copy.deepcopy(self.controller)
+        skeleton = self.skeleton.clone()
+        try:
+            trial.reset(skeleton)
+            trial.update(0.0, skeleton, self.dt)
+            trial.control(0.0, skeleton)
+            channels = trial.log_channels()
+        except Exception:  # a user's controller may not run detached: its channels then appear with the first state
+            return {}
+        return {name: np.asarray(value, dtype=np.float64) for name, value in channels.items()}
 
     def _fast(self, controller: skelarm.Controller) -> skelarm.Controller:
         return with_fast_model(controller, self.skeleton, self.dt) if self.fast_model else controller

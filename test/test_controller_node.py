@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -220,3 +221,17 @@ def test_unknown_controller_type_fails_at_start(make_node, tmp_path):
 def test_bad_command_interface_fails_at_start(make_node):
     with pytest.raises(ValueError, match="command_interface must be one of"):
         make_node(command_interface="position")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "channels"),
+    [("reach", {"q_ref", "error"}), ("multi_target", {"endpoint", "equilibrium"})],
+)
+def test_channel_topics_exist_before_the_first_state(make_node, scenario, channels):
+    """A recorder discovers the channel topics at start-up, so it records them from the first state."""
+    node = make_node(scenario=scenario)
+    assert set(node._channel_pubs) == channels
+    topics = {name for name, _ in node.get_publisher_names_and_types_by_node(node.get_name(), "/")}
+    assert {f"/controller/{name}" for name in channels} <= topics
+    before = copy.deepcopy(node.loop.controller.log_channels())
+    assert before == {}  # the trial step ran on a copy: the controller itself has not run

@@ -144,6 +144,8 @@ class ControllerNode(Node):
         )
         self._command_msg = JointState(name=self.loop.command_joints)
         self._channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
+        for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
+            self._channel_publisher(name, value)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
         self.create_subscription(PointStamped, "target", self._on_target, 10)
@@ -213,13 +215,7 @@ class ControllerNode(Node):
 
     def _publish_channel_messages(self, output: ControlOutput, stamp: Time) -> None:
         for name, value in output.channels.items():
-            entry = self._channel_pubs.get(name)
-            if entry is None:
-                columns = channel_columns(name, value, self.loop.joint_names)
-                kind = PointStamped if columns is None else JointState
-                entry = (self.create_publisher(kind, f"controller/{name}", self._out_qos), columns)
-                self._channel_pubs[name] = entry
-            publisher, columns = entry
+            publisher, columns = self._channel_pubs.get(name) or self._channel_publisher(name, value)
             if publisher.get_subscription_count() == 0:
                 continue
             values = value.reshape(-1).tolist()
@@ -232,6 +228,14 @@ class ControllerNode(Node):
                 message = JointState(name=columns, position=values)
             message.header.stamp = stamp
             publisher.publish(message)
+
+    def _channel_publisher(self, name: str, value: Any) -> tuple[Publisher, list[str] | None]:
+        """Create the publisher of one channel: PointStamped for a point, else JointState."""
+        columns = channel_columns(name, value, self.loop.joint_names)
+        kind = PointStamped if columns is None else JointState
+        entry = (self.create_publisher(kind, f"controller/{name}", self._out_qos), columns)
+        self._channel_pubs[name] = entry
+        return entry
 
     def _on_target(self, msg: PointStamped) -> None:
         point = msg.point
