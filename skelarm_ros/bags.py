@@ -48,7 +48,18 @@ except ImportError:  # pragma: no cover
 
 STORAGE_SUFFIXES = (".db3", ".mcap")
 _MCAP_MAGIC = b"\x89MCAP0\r\n"
-_READ_ERRORS: tuple[type[Exception], ...] = (ReaderError1, ReaderError2, OSError, struct.error, EOFError)
+# What rosbags' readers raise on damaged bytes: their own errors, and plain Python errors from
+# parsing garbage (a truncated MCAP header, say, gives TypeError or IndexError).
+_READ_ERRORS: tuple[type[Exception], ...] = (
+    ReaderError1,
+    ReaderError2,
+    OSError,
+    struct.error,
+    EOFError,
+    TypeError,
+    IndexError,
+    UnicodeDecodeError,
+)
 try:
     import apsw
 

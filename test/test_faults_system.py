@@ -104,7 +104,9 @@ def test_restarted_simulator_is_followed_from_its_new_time_line(tmp_path: Path) 
     processes = []
     try:
         processes.append(procs.start_node("controller", tmp_path / "controller.log", namespace="arm1"))
-        processes.append(procs.start_node("simulator", tmp_path / "simulator.log", namespace="arm1"))
+        # As the launch starts it: step 0 waits for the controller and both readers (controller, probe).
+        waiting = {"wait_for_controller": True, "min_subscribers": 2}
+        processes.append(procs.start_node("simulator", tmp_path / "simulator.log", waiting, namespace="arm1"))
         probe.spin_until(
             lambda: bool(states) and stamp_ns(states[-1]) > NS and commanded(states[-1]),
             START_TIMEOUT,
@@ -112,7 +114,7 @@ def test_restarted_simulator_is_followed_from_its_new_time_line(tmp_path: Path) 
         )
         assert procs.end(processes[1]) == 0, procs.logs(tmp_path)
         before = len(states)
-        processes.append(procs.start_node("simulator", tmp_path / "simulator2.log", namespace="arm1"))
+        processes.append(procs.start_node("simulator", tmp_path / "simulator2.log", waiting, namespace="arm1"))
         probe.spin_until(lambda: len(states) > before, START_TIMEOUT, "the new simulator's states")
         assert stamp_ns(states[before]) < stamp_ns(states[before - 1])  # its time starts again
         probe.spin_until(lambda: commanded(states[-1]), START_TIMEOUT, "commands on the new time line")

@@ -32,7 +32,7 @@ import numpy as np
 import procs
 import pytest
 import skelarm
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from skelarm.recording import dump_toml
 
@@ -279,6 +279,7 @@ def damage(path: Path, how: tuple) -> None:
 
 @FILES
 @given(how=DAMAGE, storage=st.sampled_from(["sqlite3", "mcap"]), bare=st.booleans(), recover=st.booleans())
+@example(how=("truncate", 0.0001), storage="mcap", bare=False, recover=False)  # rosbags raised a bare TypeError
 def test_bag_to_log_on_damaged_bags_gives_a_sentence_or_a_correct_log(bags, how, storage, bare, recover) -> None:
     source, q = bags[storage]
     with tempfile.TemporaryDirectory() as work:
