@@ -481,19 +481,20 @@ def bag_to_log(
 
         # ---- one pass
         capacity = bag.topics[joint_topic].count
-        state: dict[str, _Rows] = {}
-        state_stamps = _Rows(None, capacity, np.int64)
-        state_logs = _Rows(None, capacity, np.int64)
+        state = _Rows(0)  # replaced at the first state: q, dq, tau side by side, one row per message
+        span = 0  # joints per quantity
+        state_times = _Rows(2, capacity, np.int64)  # header stamp, log time
         statemap: _NameMap | None = None
         streams: dict[str, _Stream] = {}
         urdf: str | None = None
         counts = {"messages_read": 0, "stamp_fallbacks": 0, "empty_name_lists": 0}
         total = sum(bag.topics[t].count for t in wanted)
         bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
-        for topic, msgtype, log_time, message in bag.messages(wanted):
-            counts["messages_read"] += 1
-            if bar.stream is not None:
-                bar.update(counts["messages_read"])
+        showing = bar.stream is not None
+        read = 0
+        for read, (topic, msgtype, log_time, message) in enumerate(bag.messages(wanted), start=1):
+            if showing:
+                bar.update(read)
             if topic == joint_topic:
                 if statemap is None:
                     first = list(message.name)
@@ -512,15 +513,19 @@ def bag_to_log(
                         msg = f"the first message on '{joint_topic}' has no joints; choose another topic"
                         raise ConversionError(msg)
                     statemap = _NameMap(chosen)
-                    state = {key: _Rows(len(chosen), capacity) for key in ("q", "dq", "tau")}
+                    state = _Rows(3 * len(chosen), capacity)
+                    span = len(chosen)
                 names = message.name
                 if not names:
                     counts["empty_name_lists"] += 1
-                statemap.fill(state["q"].row(), names, message.position)
-                statemap.fill(state["dq"].row(), names, message.velocity)
-                statemap.fill(state["tau"].row(), names, message.effort)
-                state_stamps.put(_stamp(message))
-                state_logs.put(log_time)
+                row = state.row()
+                statemap.fill(row[:span], names, message.position)
+                statemap.fill(row[span : 2 * span], names, message.velocity)
+                statemap.fill(row[2 * span :], names, message.effort)
+                times = state_times.row()
+                stamp = message.header.stamp
+                times[0] = stamp.sec * NANOSECONDS + stamp.nanosec
+                times[1] = log_time
                 continue
             if topic == description:
                 urdf = urdf or str(message.data)
@@ -560,6 +565,7 @@ def bag_to_log(
                 stream.stamps.put(_stamp(message))
             stream.logs.put(log_time)
         bar.finish()
+        counts["messages_read"] = read
         if statemap is None:
             msg = f"no joint-state message on '{joint_topic}' could be decoded in bag '{bag.path}'"
             raise ConversionError(msg)
@@ -569,8 +575,9 @@ def bag_to_log(
         joint_type = bag.topics[joint_topic].msgtype
 
     # ---- align onto the state times
-    logs = state_logs.array()
-    stamps, fell = resolve_times(state_stamps.array(), logs, header)
+    state_time_rows = state_times.array()
+    logs = state_time_rows[:, 1]
+    stamps, fell = resolve_times(state_time_rows[:, 0], logs, header)
     counts["stamp_fallbacks"] += fell
     stream_times: dict[str, NDArray[np.int64]] = {}
     for name, stream in streams.items():
@@ -578,7 +585,10 @@ def bag_to_log(
             stream_times[name], fell = resolve_times(stream.stamps.array(), stream.logs.array(), header)
             counts["stamp_fallbacks"] += fell
     next_logs = np.append(logs[1:], np.iinfo(np.int64).max)
-    arrays: dict[str, NDArray[Any]] = {key: rows.array() for key, rows in state.items()}
+    block = state.array()
+    arrays: dict[str, NDArray[Any]] = {
+        key: block[:, index * span : (index + 1) * span] for index, key in enumerate(("q", "dq", "tau"))
+    }
 
     def stamped_hold(stream: _Stream) -> NDArray[np.float64]:
         """Hold a stream stamped with the state it was computed from."""

@@ -59,6 +59,7 @@ _READ_ERRORS: tuple[type[Exception], ...] = (
     TypeError,
     IndexError,
     UnicodeDecodeError,
+    OverflowError,
 )
 try:
     import apsw

@@ -280,6 +280,7 @@ def damage(path: Path, how: tuple) -> None:
 @FILES
 @given(how=DAMAGE, storage=st.sampled_from(["sqlite3", "mcap"]), bare=st.booleans(), recover=st.booleans())
 @example(how=("truncate", 0.0001), storage="mcap", bare=False, recover=False)  # rosbags raised a bare TypeError
+@example(how=("flip", [(0.25, 128)]), storage="mcap", bare=False, recover=False)  # ... and an OverflowError
 def test_bag_to_log_on_damaged_bags_gives_a_sentence_or_a_correct_log(bags, how, storage, bare, recover) -> None:
     source, q = bags[storage]
     with tempfile.TemporaryDirectory() as work:
