@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -41,6 +42,26 @@ def reference_run(path: Path):
 os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="skelarm-ros-log-"))
+
+
+@contextlib.contextmanager
+def private_context():
+    """A private rclpy context for in-process node tests, shut down at the end."""
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        yield ctx
+    finally:
+        rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
+def context():
+    """A private rclpy context for one test."""
+    with private_context() as ctx:
+        yield ctx
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import rclpy
 from geometry_msgs.msg import PointStamped
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -16,14 +15,6 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.control import build_control_loop
 from skelarm_ros.nodes.controller import ControllerNode
 from skelarm_ros.scenario import ScenarioError
-
-
-@pytest.fixture
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +30,6 @@ pytestmark = pytest.mark.ros
 DT = 0.002
 SAMPLES = [[1.0, -2.0], [3.0, 0.5], [0.0, 4.0], [7.0, 7.0]]  # the last marks the end
 KEEP_ALL = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-
-
-@pytest.fixture
-def context() -> Iterator[rclpy.Context]:
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        yield ctx
-    finally:
-        rclpy.try_shutdown(context=ctx)
 
 
 def record(start: float = 0.0) -> RecordedForce:

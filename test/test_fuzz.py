@@ -32,6 +32,7 @@ import numpy as np
 import procs
 import pytest
 import skelarm
+from conftest import private_context
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from skelarm.recording import dump_toml
@@ -115,10 +116,8 @@ from skelarm_ros.nodes.simulator import SimulatorNode  # noqa: E402
 
 @pytest.fixture(scope="module")
 def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    with private_context() as ctx:
+        yield ctx
 
 
 @pytest.fixture(scope="module", params=["commands", "joint_commands"])
@@ -281,6 +280,7 @@ def damage(path: Path, how: tuple) -> None:
 @given(how=DAMAGE, storage=st.sampled_from(["sqlite3", "mcap"]), bare=st.booleans(), recover=st.booleans())
 @example(how=("truncate", 0.0001), storage="mcap", bare=False, recover=False)  # rosbags raised a bare TypeError
 @example(how=("flip", [(0.25, 128)]), storage="mcap", bare=False, recover=False)  # ... and an OverflowError
+@example(how=("truncate", 0.999), storage="sqlite3", bare=False, recover=False)  # a page from the middle lost
 def test_bag_to_log_on_damaged_bags_gives_a_sentence_or_a_correct_log(bags, how, storage, bare, recover) -> None:
     source, q = bags[storage]
     with tempfile.TemporaryDirectory() as work:
@@ -302,10 +302,13 @@ def test_bag_to_log_on_damaged_bags_gives_a_sentence_or_a_correct_log(bags, how,
             return
         log = skelarm.StateLog.load(out)
         assert log.channel("q").shape[1] == 2
-        if how[0] == "truncate":  # what was read is the recording's beginning, exactly
-            got = log.channel("q")
+        got = log.channel("q")
+        if how[0] == "truncate" and storage == "mcap":  # what was read is the recording's beginning, exactly
             assert len(got) <= len(q)
             np.testing.assert_array_equal(got, q[: len(got)])
+        elif how[0] == "truncate":  # sqlite3 keeps rows in pages: a cut loses some, the rest are exact, in order
+            rows = iter(q.tolist())
+            assert all(any(row == kept for kept in rows) for row in got.tolist())
 
 
 # -- scenario files ---------------------------------------------------------------------------------

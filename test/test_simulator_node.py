@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -25,16 +24,6 @@ from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import COMMAND, STALE_COMMAND, WRENCH
 
 pytestmark = pytest.mark.ros
-
-
-@pytest.fixture
-def context() -> Iterator[rclpy.Context]:
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        yield ctx
-    finally:
-        rclpy.try_shutdown(context=ctx)
 
 
 class Recorded:
