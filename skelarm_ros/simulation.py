@@ -106,6 +106,15 @@ def check_effort_limits(values: Sequence[float], num_joints: int) -> NDArray[np.
     return limits
 
 
+def _check_number(name: str, value: float, unit: str, *, zero: bool) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and (number > 0.0 or (zero and number == 0.0))):
+        what = "zero or a positive number" if zero else "a positive number"
+        msg = f"{name} must be {what} ({unit}), got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
 def check_positive(name: str, value: float, unit: str = "s") -> float:
     """Check that a parameter is a positive finite number and return it as float.
 
@@ -114,11 +123,7 @@ def check_positive(name: str, value: float, unit: str = "s") -> float:
     ValueError
         Naming the parameter and the value.
     """
-    number = float(value)
-    if not (math.isfinite(number) and number > 0.0):
-        msg = f"{name} must be a positive number ({unit}), got {value!r}"
-        raise ValueError(msg)
-    return number
+    return _check_number(name, value, unit, zero=False)
 
 
 def check_non_negative(name: str, value: float, unit: str = "s") -> float:
@@ -129,11 +134,7 @@ def check_non_negative(name: str, value: float, unit: str = "s") -> float:
     ValueError
         Naming the parameter and the value.
     """
-    number = float(value)
-    if not (math.isfinite(number) and number >= 0.0):
-        msg = f"{name} must be zero or a positive number ({unit}), got {value!r}"
-        raise ValueError(msg)
-    return number
+    return _check_number(name, value, unit, zero=True)
 
 
 def stamp_nanoseconds(t: float) -> int:
