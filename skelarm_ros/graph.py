@@ -379,6 +379,8 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
             "mode": "stepped" if lockstep else "hold",
             # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
             "timing": "clock" if simulate else "timer",
+            # Its first wrench waits for the simulator's and the recorder's readers.
+            "min_subscribers": int(simulate) + int(bool(values["record"])),
         }
         if values["force_topic"]:
             replay_parameters["topic"] = values["force_topic"]

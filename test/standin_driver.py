@@ -22,13 +22,12 @@ not wait for its driver's timer).
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import numpy as np
 import rclpy
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -36,6 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.engine import ArmEngine
+from skelarm_ros.nodes.spinning import spin_until
 from skelarm_ros.scenario import load_arm
 
 MAX_CATCH_UP = 50  # steps per tick at most, so a stalled process does not integrate a long gap at once
@@ -110,8 +110,9 @@ class StandInDriver(Node):
 def main() -> int:
     rclpy.init()
     node = StandInDriver()
-    with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
-        rclpy.spin(node)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    spin_until(node, executor)  # ends cleanly on SIGINT / SIGTERM
     node.destroy_node()
     rclpy.try_shutdown()
     return 0

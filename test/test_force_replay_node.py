@@ -256,3 +256,25 @@ def test_the_process_exits_non_zero_at_start_up_on_a_bad_source(tmp_path: Path) 
     assert result.returncode == 1
     assert sentence in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_wrenches_wait_in_order_for_min_subscribers(context) -> None:
+    node = make(context, record(), min_subscribers=2)
+    try:
+        published = Published(node)
+        publisher = node.ensure_publisher()
+        readers = [1]
+        publisher.get_subscription_count = lambda: readers[0]  # type: ignore[method-assign]
+        times = accumulated_times(DT, 3)
+        for t in times:
+            node.on_clock(clock(t))
+        node._flush()
+        assert published.wrenches == []  # the recorder is not matched yet: held back
+        readers[0] = 2
+        node._flush()
+        node.on_clock(clock(times[-1] + DT))
+        stamps = [w[0] for w in published.wrenches]
+        assert stamps == [round(t * 1e9) for t in [*times, times[-1] + DT]]  # every one, in order
+        assert [[w[1], w[2]] for w in published.wrenches[:3]] == SAMPLES[:3]
+    finally:
+        node.destroy_node()

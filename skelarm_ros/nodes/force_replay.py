@@ -13,7 +13,6 @@ it integrates; with ``timing:=timer`` it publishes on its own timer at the step
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,6 @@ from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
@@ -30,6 +28,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from skelarm_ros.conversions import BASE_FRAME, stamp_to_seconds
 from skelarm_ros.forces import HOLD, STEPPED, ForcePlayer, ForceSourceError, RecordedForce, load_force
+from skelarm_ros.nodes.spinning import events_executor, spin_until
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -106,6 +105,17 @@ class ForceReplayNode(Node):
                 "scenario", "", _descriptor("scenario whose step is used when dt is 0 (path or bundled name)")
             ).value
         )
+        self.min_subscribers = int(
+            declare(
+                "min_subscribers",
+                0,
+                ParameterDescriptor(
+                    description="tip_wrench readers (simulator, recorder) to wait for before the first wrench; "
+                    "wrenches are held back in order until then",
+                    read_only=True,
+                ),
+            ).value
+        )
         if self.timing not in TIMINGS:
             msg = f"parameter timing is '{self.timing}'; choose from {list(TIMINGS)}"
             raise ValueError(msg)
@@ -118,6 +128,8 @@ class ForceReplayNode(Node):
         self.record = load_force(source, topic, offset) if record is None else record.shifted(offset)
         self.player = ForcePlayer(self.record, self.mode, step if step > 0.0 else None)
         self.published = 0
+        self._held_back: list[tuple[float, float, int, int]] = []  # (fx, fy, sec, nanosec) until readers match
+        self._flush_timer: Timer | None = None
 
         self._message = WrenchStamped()
         self._message.header.frame_id = BASE_FRAME
@@ -198,10 +210,33 @@ class ForceReplayNode(Node):
 
     def publish(self, force: NDArray[np.float64], sec: int, nanosec: int) -> None:
         """Publish ``(fx, fy)`` in ``base`` stamped ``(sec, nanosec)``."""
+        publisher = self.ensure_publisher()
+        if self._held_back or publisher.get_subscription_count() < self.min_subscribers:
+            # Readers the graph starts (a recorder) are not matched yet: keep the wrenches, in order.
+            self._held_back.append((float(force[0]), float(force[1]), sec, nanosec))
+            if self._flush_timer is None:
+                steady = Clock(clock_type=ClockType.STEADY_TIME)
+                self._flush_timer = self.create_timer(WATCH_PERIOD, self._flush, clock=steady)
+            return
+        self._send(publisher, float(force[0]), float(force[1]), sec, nanosec)
+
+    def _flush(self) -> None:
+        """Send the wrenches held back once ``min_subscribers`` readers are matched."""
+        publisher = self.ensure_publisher()
+        if publisher.get_subscription_count() < self.min_subscribers:
+            return
+        held, self._held_back = self._held_back, []
+        for fx, fy, sec, nanosec in held:
+            self._send(publisher, fx, fy, sec, nanosec)
+        if self._flush_timer is not None:
+            self.destroy_timer(self._flush_timer)
+            self._flush_timer = None
+
+    def _send(self, publisher: Publisher, fx: float, fy: float, sec: int, nanosec: int) -> None:
         message = self._message
         message.header.stamp.sec, message.header.stamp.nanosec = sec, nanosec
-        message.wrench.force.x, message.wrench.force.y = float(force[0]), float(force[1])
-        self.ensure_publisher().publish(message)
+        message.wrench.force.x, message.wrench.force.y = fx, fy
+        publisher.publish(message)
         self.published += 1
 
 
@@ -224,8 +259,9 @@ def main(args: list[str] | None = None) -> int:
                 f"a parameter is not valid ({error}); see docs/force_replay.md for the accepted values"
             )
             return 1
-        with contextlib.suppress(KeyboardInterrupt, ExternalShutdownException):
-            rclpy.spin(node)
+        executor = events_executor()  # in lockstep the simulator waits for each wrench: answer fast
+        executor.add_node(node)
+        spin_until(node, executor)
     finally:
         if node is not None:
             node.destroy_node()

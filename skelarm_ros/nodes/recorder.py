@@ -28,13 +28,14 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags import qos_profile
+from skelarm_ros.nodes.spinning import spin_until
 
 DEFAULT_TOPICS = [
     "joint_states",
@@ -177,7 +178,9 @@ def main(args: list[str] | None = None) -> int:
     code = 0
     try:
         node = Recorder()
-        rclpy.spin(node)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        spin_until(node, executor)  # until SIGINT or SIGTERM shuts the context down
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as error:
