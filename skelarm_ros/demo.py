@@ -26,6 +26,7 @@ import csv
 import io
 import math
 import os
+import re
 import shutil
 import sys
 import threading
@@ -33,20 +34,20 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
 from skelarm_ros.forces import CSV_COLUMNS, RecordedForce
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     import skelarm
     from numpy.typing import NDArray
 
     from skelarm_ros.graph import NodeSpec
-    from skelarm_ros.launcher import Planned, Runner
+
 
 DEFAULT_OUTPUT = Path("demo_output")
 DEFAULT_SCENARIO = "reach"
@@ -55,7 +56,6 @@ DEFAULT_TIMEOUT = 120.0  # wall seconds for the whole graph run
 PUSH_START = 0.8  # s, in the middle of the reach
 PUSH_LENGTH = 0.2  # s
 PUSH_FORCE = (4.0, -3.0)  # N in base: 5 N
-SETTLE = 1.0  # wall seconds the recorder's subscriptions must stay complete before the run resumes
 
 PUSH_FILE = "push.csv"
 BAG_FOLDER = "demo_bag"
@@ -303,189 +303,64 @@ def summarize(
     )
 
 
-class _GraphWatch:
-    """The demo's own node: watches the graph, pauses and resumes the simulator, times the run."""
-
-    def __init__(self, recorder: str, wanted: Sequence[str]) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-        from rosgraph_msgs.msg import Clock
-        from std_srvs.srv import SetBool
-
-        self._rclpy = rclpy
-        self._set_bool = SetBool
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("demo_watch", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.recorder = recorder
-        self.wanted = list(wanted)
-        self.first_clock: float | None = None  # wall time of the first /clock
-        self.last_clock: float | None = None  # wall time of the last /clock
-        self.clocks = 0
-        keep_all = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-        self.clock_sub = self.node.create_subscription(Clock, "/clock", self._on_clock, keep_all)
-        self.pause_client = self.node.create_client(SetBool, "simulator/pause")
-
-    def _on_clock(self, _message: Any) -> None:
-        now = time.monotonic()
-        if self.first_clock is None:
-            self.first_clock = now
-        self.last_clock = now
-        self.clocks += 1
-
-    def spin_until(self, condition: Callable[[], bool], deadline: float, alive: Callable[[], bool], what: str) -> None:
-        """Spin until ``condition`` holds; raise :class:`DemoError` at the deadline or when the graph ended."""
-        while not condition():
-            if time.monotonic() > deadline:
-                msg = f"timed out waiting for {what}"
-                raise DemoError(msg)
-            if not alive():
-                msg = f"the graph ended while waiting for {what}"
-                raise DemoError(msg)
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def has_publisher(self, topic: str) -> bool:
-        """Whether some node publishes ``topic``."""
-        return self.node.count_publishers(topic) > 0
-
-    def recording(self) -> bool:
-        """Whether the recorder subscribes to every wanted topic that has a publisher."""
-        topics = [name for name, _ in self.node.get_topic_names_and_types()]
-        present = [t for t in topics if t in self.wanted or t.startswith("/controller/")]
-        return all(
-            any(info.node_name == self.recorder for info in self.node.get_subscriptions_info_by_topic(topic))
-            for topic in present
-            if self.has_publisher(topic)
-        )
-
-    def pause(self, paused: bool, deadline: float, alive: Callable[[], bool]) -> None:
-        """Pause or resume the simulator through ``simulator/pause``."""
-        self.spin_until(self.pause_client.service_is_ready, deadline, alive, "the simulator/pause service")
-        future = self.pause_client.call_async(self._set_bool.Request(data=paused))
-        self.spin_until(future.done, deadline, alive, "the answer of simulator/pause")
-        response = future.result()
-        if response is None or not response.success:
-            msg = f"simulator/pause refused to {'pause' if paused else 'resume'}"
-            raise DemoError(msg)
-
-    def close(self) -> None:
-        """Destroy the node and shut its context down."""
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self._rclpy.try_shutdown(context=self.context)
+# The simulator's last line: "ran N steps (T s simulated) in W s wall time (R steps/s)".
+_RUN_LINE = re.compile(r"\] \[[^\]]*simulator\]: ran (\d+) steps \(.*\) in ([0-9.eE+-]+) s wall time")
 
 
-@dataclass
-class _Stage:
-    """A group of the graph's processes, run by its own launcher runner in a thread."""
+def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_TIMEOUT) -> int:
+    """Run the graph with the launcher's runner until the simulator ends its duration.
 
-    runner: Runner
-    planned: list[Planned]
-    code: int | None = None
-    thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        def run() -> None:
-            self.code = self.runner.run(self.planned)
-
-        self.thread = threading.Thread(target=run, name="demo-graph", daemon=True)
-        self.thread.start()
-
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
-
-    def stop(self) -> None:
-        if self.thread is not None:
-            self.runner.request_stop()
-            self.thread.join()
-
-
-def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_TIMEOUT) -> float:
-    """Run the lockstep graph so that the recorder catches every step; return the stepping wall time.
-
-    The force replay holds the lockstep simulator's start (it waits for its wrench):
-    the simulator, controller and recorder start first; once the recorder subscribes
-    to their topics the simulator is paused and the force replay started; once the
-    recorder also subscribes to ``tip_wrench`` and the controller's channels, the run
-    resumes and goes to its end.
+    The graph itself makes the run wait until its readers listen: the simulator's
+    step 0 waits for the controller and the recorder (``min_subscribers``), and the
+    force replay holds its wrenches until the simulator and the recorder match, so
+    the bag keeps every step.
 
     Parameters
     ----------
     specs : Sequence[NodeSpec]
-        The graph (:func:`skelarm_ros.graph.describe` in lockstep with a duration,
-        a force source and a recording).
+        The graph (:func:`skelarm_ros.graph.describe` with a duration).
     out : IO[str]
         Where the nodes' output goes.
     timeout : float
-        Wall seconds for the whole run.
+        Wall seconds for the whole run; the graph is stopped after it.
 
     Returns
     -------
-    float
-        Wall seconds from the resume to the last ``/clock``.
-
-    Raises
-    ------
-    DemoError
-        If a stage does not come up, a node fails, or the run times out.
+    int
+        The launcher's exit code (0 when the simulator finished its duration).
     """
     import tempfile
 
     from skelarm_ros.launcher import Runner, plan
-    from skelarm_ros.nodes.recorder import DEFAULT_TOPICS
 
-    recorder = next(spec for spec in specs if spec.executable == "recorder")
-    first = [spec for spec in specs if spec.executable != "force_replay"]
-    gate = [spec for spec in specs if spec.executable == "force_replay"]
-    deadline = time.monotonic() + timeout
     with tempfile.TemporaryDirectory(prefix="skelarm-ros-demo-") as directory:
+        runner = Runner(out=out)
 
         def report(line: str) -> None:
             out.write(f"[demo] {line}\n")
 
-        graph = _Stage(Runner(out=out), plan(first, Path(directory), report=report))
-        replay = _Stage(Runner(out=out), plan(gate, Path(directory), report=report))
-        watch = _GraphWatch(recorder.name, [f"/{topic}" for topic in DEFAULT_TOPICS])
+        planned = plan(specs, Path(directory), report=report)
+        watchdog = threading.Timer(timeout, runner.request_stop)
+        watchdog.start()
         try:
-            graph.start()
-            watch.spin_until(
-                lambda: (
-                    all(watch.has_publisher(t) for t in ("/joint_states", "/joint_commands", "/tip"))
-                    and watch.recording()
-                ),
-                deadline,
-                graph.alive,
-                "the recorder to subscribe to the simulator's and controller's topics",
-            )
-            watch.pause(True, deadline, graph.alive)
-            replay.start()
-            settled: list[float] = []
-
-            def ready() -> bool:
-                # The simulator has started (its first /clock), and the recorder has kept every topic for SETTLE s.
-                if watch.first_clock is None or not watch.has_publisher("/tip_wrench") or not watch.recording():
-                    settled.clear()
-                    return False
-                settled.append(time.monotonic())
-                return settled[-1] - settled[0] >= SETTLE
-
-            watch.spin_until(ready, deadline, graph.alive, "the force replay and the recorder to be ready")
-            resumed = time.monotonic()
-            watch.pause(False, deadline, graph.alive)
-            watch.spin_until(lambda: not graph.alive(), deadline, lambda: True, "the run to end")
-            watch.executor.spin_once(timeout_sec=0.05)
+            return runner.run(planned)
         finally:
-            replay.stop()
-            graph.stop()
-            watch.close()
-    if graph.code != 0 or replay.code not in (0, None):
-        msg = "a node of the graph failed"
+            watchdog.cancel()
+
+
+def stepping_wall_time(output: str) -> float:
+    """Read the simulator's wall time from its first to its last state off its last log line.
+
+    Raises
+    ------
+    DemoError
+        If the output holds no such line (the simulator did not finish its run).
+    """
+    found = _RUN_LINE.findall(output)
+    if not found:
+        msg = "the simulator did not report the end of its run"
         raise DemoError(msg)
-    end = watch.last_clock if watch.last_clock is not None else time.monotonic()
-    return max(end - resumed, 0.0)
+    return float(found[-1][1])
 
 
 def run_demo(
@@ -558,12 +433,16 @@ def run_demo(
     say.flush()
     started = time.monotonic()
     with paths.graph_output.open("w", encoding="utf-8") as out:
-        try:
-            wall = run_graph(specs, out, timeout)
-        except DemoError as error:
-            msg = f"{error}; the nodes' output is in {paths.graph_output}"
-            raise DemoError(msg) from None
+        code = run_graph(specs, out, timeout)
     graph_seconds = time.monotonic() - started
+    try:
+        if code != 0:
+            msg = f"the graph ended with exit code {code}"
+            raise DemoError(msg)
+        wall = stepping_wall_time(paths.graph_output.read_text(encoding="utf-8"))
+    except DemoError as error:
+        msg = f"{error}; the nodes' output is in {paths.graph_output}"
+        raise DemoError(msg) from None
 
     started = time.monotonic()
     with warnings.catch_warnings():

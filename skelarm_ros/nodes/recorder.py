@@ -166,7 +166,9 @@ class Recorder(Node):
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
-            self.get_logger().info(f"closed {self.path}: {self.count} messages")
+            # After a signal the context is down: log to the console only, not to /rosout.
+            logger = self.get_logger() if self.context.ok() else rclpy.logging.get_logger(self.get_logger().name)
+            logger.info(f"closed {self.path}: {self.count} messages")
 
 
 def main(args: list[str] | None = None) -> int:
