@@ -325,8 +325,19 @@ def load_scenario(scenario: str | Path | None) -> skelarm.Scenario:
         if not isinstance(arm.config[table], dict):
             msg = f"{source}: [{table}] must be a table, got {arm.config[table]!r}"
             raise ScenarioError(msg)
+    if "duration" in arm.config["task"]:
+        duration = _number(arm.config["task"]["duration"], "[task].duration", source)
+        if duration <= 0.0:
+            msg = f"{source}: [task].duration is {duration}; give the task's length as a positive number of seconds"
+            raise ScenarioError(msg)
     try:
         return skelarm.scenario_from_config(arm.config)
     except (ValueError, TypeError, KeyError, FileNotFoundError) as error:
         msg = f"{source}: {error}"
+        raise ScenarioError(msg) from None
+    except (OverflowError, MemoryError):
+        msg = (
+            f"{source}: the task is too long to plan (duration {arm.config['task'].get('duration')} s); "
+            "give [task].duration in seconds of a run you mean to simulate"
+        )
         raise ScenarioError(msg) from None

@@ -200,6 +200,7 @@ def run_lockstep(probe: Probe, tmp_path: Path, duration: float, readers: int = 1
             "mode:=lockstep",
             "command_interface:=joint_commands",
             f"duration:={duration}",
+            f"min_subscribers:={readers + 1}",  # the stand-in readers and this probe: none may miss step 0
             *extra,
         )
         processes.append(sim)
