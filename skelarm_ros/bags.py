@@ -331,7 +331,12 @@ def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], 
     is_ros2 = path.suffix != ".bag"
     for part in parts:
         if recover and part.suffix == ".mcap":
-            recovered = _RecoveredMcap(part)
+            try:
+                recovered = _RecoveredMcap(part)
+            except BagError:
+                raise
+            except (ValueError, KeyError, *_READ_ERRORS) as error:  # type: ignore[misc]
+                raise _damaged(part, error, recover_hint=False) from None
             notes.extend(recovered.notes)
             connections.extend(recovered.connections)
             sources.append(_connection_stream(recovered.messages, recovered.connections, decompress=False))
