@@ -13,6 +13,7 @@ SIGINT or SIGTERM shut the context down (rclpy's signal handler does that).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from rclpy.executors import ExternalShutdownException
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from rclpy.node import Node
 
 SPIN_SLICE = 0.5  # s, the longest one spin call lasts before the loop checks for the end
+SHUTDOWN_GRACE = 1.0  # s an executor error may precede the signal's shutdown of the context
 
 
 def events_executor(context: Context | None = None) -> Executor:
@@ -58,7 +60,11 @@ def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bo
     except (KeyboardInterrupt, ExternalShutdownException):
         return False
     except RuntimeError:
-        # The EventsExecutor can fail to convert a message taken while a signal shuts the context down.
+        # An executor can fail to convert a message taken while a signal shuts the context down;
+        # the shutdown may land a moment after the error, so give it that moment.
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        while context.ok() and time.monotonic() < deadline:
+            time.sleep(0.01)
         if context.ok():
             raise
         return False
