@@ -214,96 +214,73 @@ class Workspace:
         return self.folder / f"{name}-{next(_domains)}.log"
 
 
+def _pair(work: Workspace, responder: tuple[str, list[str]], driver: tuple[str, list[str]], timeout: float) -> str:
+    """Start a responder, then a driver that ends by itself; wait for the driver and return its log.
+
+    Each of ``responder`` and ``driver`` is ``(log name, python arguments)``; both run on
+    one fresh DDS domain and are ended by their ids.
+    """
+    env = _environment(work.folder)
+    responder_log, driver_log = work.log(responder[0]), work.log(driver[0])
+    answering = _start(responder[1], env, responder_log)
+    try:
+        driving = _start(driver[1], env, driver_log)
+        try:
+            return _wait(driving, timeout, driver_log)
+        finally:
+            _end(driving)
+    finally:
+        _end(answering)
+
+
+def _found(pattern: re.Pattern[str] | str, text: str, what: str) -> re.Match[str]:
+    found = re.search(pattern, text)
+    if found is None:
+        msg = f"{what}:\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return found
+
+
 def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str) -> float:
     """Round trips per second of the ping-pong, ping on the EventsExecutor as the lockstep simulator."""
-    env = _environment(work.folder)
-    pong_log, ping_log = work.log("pong"), work.log("ping")
-    responder = _start(["-m", __name__, "pong", "--executor", pong_executor], env, pong_log)
-    try:
-        sender = _start(
-            ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events"],
-            env,
-            ping_log,
-        )
-        try:
-            text = _wait(sender, START_TIMEOUT + 120.0, ping_log)
-        finally:
-            _end(sender)
-    finally:
-        _end(responder)
-    found = re.search(r"ROUNDTRIPS (\d+) ([0-9.e+-]+)", text)
-    if found is None:
-        msg = f"ping printed no result:\n{text[-2000:]}"
-        raise RuntimeError(msg)
+    text = _pair(
+        work,
+        ("pong", ["-m", __name__, "pong", "--executor", pong_executor]),
+        ("ping", ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events"]),
+        START_TIMEOUT + 120.0,
+    )
+    found = _found(r"ROUNDTRIPS (\d+) ([0-9.e+-]+)", text, "ping printed no result")
     return int(found.group(1)) / float(found.group(2))
 
 
 def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
     """Return the simulator's steps per second in lockstep with the controller, from its log."""
-    env = _environment(work.folder)
-    sim_log, ctl_log = work.log("simulator"), work.log("controller")
-    controller = _start(
-        _node("controller", {"scenario": scenario, "command_interface": "joint_commands"}), env, ctl_log
-    )
-    try:
-        simulator = _start(
+    text = _pair(
+        work,
+        ("controller", _node("controller", {"scenario": scenario, "command_interface": "joint_commands"})),
+        (
+            "simulator",
             _node(
                 "simulator",
-                {
-                    "scenario": scenario,
-                    "mode": "lockstep",
-                    "command_interface": "joint_commands",
-                    "duration": duration,
-                },
+                {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
             ),
-            env,
-            sim_log,
-        )
-        try:
-            text = _wait(simulator, START_TIMEOUT + duration * 10.0, sim_log)
-        finally:
-            _end(simulator)
-    finally:
-        _end(controller)
-    found = _RAN.search(text)
-    if found is None:
-        msg = f"the simulator logged no run summary:\n{text[-2000:]}"
-        raise RuntimeError(msg)
+        ),
+        START_TIMEOUT + duration * 10.0,
+    )
+    found = _found(_RAN, text, "the simulator logged no run summary")
     return int(found.group(1)) / float(found.group(2))
 
 
 def realtime_share(work: Workspace, scenario: str, dt: float, duration: float) -> tuple[float, int, int]:
     """Share (%) of realtime steps that applied the command answering the state before them, and the counts."""
-    env = _environment(work.folder)
-    sim_log, ctl_log = work.log("simulator"), work.log("controller")
-    controller = _start(
-        _node("controller", {"scenario": scenario, "command_interface": "joint_commands", "dt": dt}), env, ctl_log
+    simulator = {"scenario": scenario, "mode": "realtime", "command_interface": "joint_commands"}
+    text = _pair(
+        work,
+        ("controller", _node("controller", {"scenario": scenario, "command_interface": "joint_commands", "dt": dt})),
+        ("simulator", _node("simulator", {**simulator, "dt": dt, "duration": duration})),
+        START_TIMEOUT + duration * 3.0,
     )
-    try:
-        simulator = _start(
-            _node(
-                "simulator",
-                {
-                    "scenario": scenario,
-                    "mode": "realtime",
-                    "command_interface": "joint_commands",
-                    "dt": dt,
-                    "duration": duration,
-                },
-            ),
-            env,
-            sim_log,
-        )
-        try:
-            text = _wait(simulator, START_TIMEOUT + duration * 3.0, sim_log)
-        finally:
-            _end(simulator)
-    finally:
-        _end(controller)
-    found = _ANSWERED.search(text)
-    if found is None:
-        msg = f"the simulator counted no answered command (did the controller run?):\n{text[-2000:]}"
-        raise RuntimeError(msg)
+    found = _found(_ANSWERED, text, "the simulator counted no answered command (did the controller run?)")
     return float(found.group(3)), int(found.group(1)), int(found.group(2))
 
 
