@@ -33,7 +33,7 @@ import skelarm
 from skelarm.recording import dump_toml
 
 from skelarm_ros import __version__
-from skelarm_ros.bags import Bag, BagError, open_bag
+from skelarm_ros.bags import Bag, BagError, JointStateLayout, open_bag
 from skelarm_ros.conversions import NANOSECONDS, default_joint_names
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.urdf import URDFError, skeleton_from_urdf
@@ -492,9 +492,20 @@ def bag_to_log(
         bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
         showing = bar.stream is not None
         read = 0
-        for read, (topic, msgtype, log_time, message) in enumerate(bag.messages(wanted), start=1):
+        # Joint states of one repeated layout in the joints' own order skip rosbags' decoder (bags.JointStateLayout).
+        layout = JointStateLayout() if bag.standard(JOINT_STATE) else None
+        for read, (topic, msgtype, log_time, data) in enumerate(bag.raw_messages(bag.decodable(wanted)), start=1):
             if showing:
                 bar.update(read)
+            if topic == joint_topic and layout is not None and (values := layout.values(data)) is not None:
+                state.row()[:] = values[2:]
+                times = state_times.row()
+                times[0] = values[0] * NANOSECONDS + values[1]
+                times[1] = log_time
+                continue
+            message = bag.decode(topic, msgtype, data)
+            if message is None:
+                continue
             if topic == joint_topic:
                 if statemap is None:
                     first = list(message.name)
@@ -526,6 +537,8 @@ def bag_to_log(
                 stamp = message.header.stamp
                 times[0] = stamp.sec * NANOSECONDS + stamp.nanosec
                 times[1] = log_time
+                if layout is not None and statemap.joints == list(names):
+                    layout.learn(data, message)
                 continue
             if topic == description:
                 urdf = urdf or str(message.data)
@@ -552,8 +565,8 @@ def bag_to_log(
                 row[0] = message.point.x
                 row[1] = message.point.y
             elif msgtype == FLOAT_ARRAY:
-                data = message.data
-                row[: min(len(data), len(row))] = data[: len(row)]
+                floats = message.data
+                row[: min(len(floats), len(row))] = floats[: len(row)]
             elif topic == command_topic:
                 if stream.namemap is None and statemap is not None:
                     stream.namemap = _NameMap(statemap.joints)

@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 import skelarm
 from conftest import BAGS, SCENARIOS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros import cli
 from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main
-from skelarm_ros.bags import BagError, open_bag, read_messages
+from skelarm_ros.bags import Bag, BagError, JointStateLayout, open_bag, read_messages
 from skelarm_ros.log_to_bag import LogError, log_to_bag
 from skelarm_ros.urdf import skeleton_from_urdf, skeleton_to_urdf
 
@@ -153,6 +155,96 @@ def test_stored_definitions_and_default_store_give_the_same_values(tmp_path):
         assert opened.topics["/joint_states"].decodable
         first = next(opened.messages(["/joint_states"]))[3]
     np.testing.assert_array_equal(first.position, [0.0, 1.0, 2.0])
+
+
+# ----------------------------------------------------------------------------- the joint states' fast reader
+
+FLOATS = st.floats(allow_nan=True, allow_infinity=True)
+LAYOUTS = st.tuples(
+    st.sampled_from(["", "base", "b\u00e4se_link", "x" * 7]),  # frame ids of every length modulo 4, one not ASCII
+    st.lists(st.sampled_from(["a", "b", "joint_1", "\u00e9lbow", "wrist_roll"]), min_size=1, max_size=4, unique=True),
+)
+SHAPED = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def shaped_state(ns: int, frame: str, names, counts, data) -> object:
+    """A JointState with ``counts`` values in position, velocity and effort, drawn from ``data``."""
+    arrays = [data.draw(st.lists(FLOATS, min_size=n, max_size=n)) for n in counts]
+    message = joint_state(ns, names, *arrays)
+    message.header.frame_id = frame
+    return message
+
+
+def decoded(message) -> bytes:
+    stamp = message.header.stamp
+    return np.array(
+        [stamp.sec, stamp.nanosec, *message.position, *message.velocity, *message.effort], dtype=np.float64
+    ).tobytes()
+
+
+@SHAPED
+@given(first=LAYOUTS, second=LAYOUTS, data=st.data())
+def test_the_layout_reader_reads_what_rosbags_reads_or_declines(first, second, data):
+    layout = JointStateLayout()
+    full = (len(first[1]),) * 3
+    learned = shaped_state(data.draw(st.integers(0, 2**40)), *first, full, data)
+    assert layout.learn(STORE.serialize_cdr(learned, learned.__msgtype__), learned)
+    # The same layout with other values is read; any other layout is either declined or read exactly.
+    counts = data.draw(st.sampled_from([full, (len(second[1]),) * 3, (len(second[1]), 0, 0), (0, 0, 0)]))
+    other = data.draw(st.sampled_from([first, second]))
+    message = shaped_state(data.draw(st.integers(0, 2**40)), *other, counts, data)
+    raw = STORE.serialize_cdr(message, message.__msgtype__)
+    values = layout.values(raw)
+    if other == first and counts == full:
+        assert values is not None
+    if values is not None:
+        back = STORE.deserialize_cdr(raw, message.__msgtype__)
+        assert list(back.name) == layout.names
+        assert np.array(values, dtype=np.float64).tobytes() == decoded(back)
+
+
+def test_the_layout_reader_declines_other_counts_of_the_same_length_and_big_endian():
+    names = ["a", "b", "c"]
+    layout = JointStateLayout()
+    first = joint_state(5, names, [1, 2, 3], [4, 5, 6], [7, 8, 9])
+    assert layout.learn(STORE.serialize_cdr(first, first.__msgtype__), first)
+    same_length = joint_state(5, names, [1, 2, 3], [4, 5, 6, 7], [8, 9])  # 3+4+2 floats: as long as 3+3+3
+    raw = STORE.serialize_cdr(same_length, same_length.__msgtype__)
+    assert len(raw) == len(STORE.serialize_cdr(first, first.__msgtype__))
+    assert layout.values(raw) is None
+    assert layout.values(STORE.serialize_cdr(first, first.__msgtype__, little_endian=False)) is None
+    assert not JointStateLayout().learn(STORE.serialize_cdr(first, first.__msgtype__, little_endian=False), first)
+
+
+@SHAPED
+@given(layouts=st.lists(LAYOUTS, min_size=1, max_size=3), data=st.data())
+def test_bag_to_log_gives_the_same_log_with_and_without_the_layout_reader(tmp_path_factory, layouts, data):
+    folder = tmp_path_factory.mktemp("layouts")
+    messages = []
+    for k in range(data.draw(st.integers(1, 12))):
+        frame, names = data.draw(st.sampled_from(layouts))
+        n = len(names)
+        counts = data.draw(st.sampled_from([(n, n, n), (n, n, n), (n, 0, 0), (n, n, 0)]))
+        messages.append(("/joint_states", 10 + k, shaped_state(10 + k, frame, names, counts, data)))
+    bag = write_bag(folder / "bag", messages, storage=data.draw(st.sampled_from(["sqlite3", "mcap"])))
+    fast = bag_to_log(bag, folder / "fast.sklog.npz")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Bag, "standard", lambda self, msgtype: False)
+        slow = bag_to_log(bag, folder / "slow.sklog.npz")
+    assert fast.extra["counts"] == slow.extra["counts"]
+    with np.load(folder / "fast.sklog.npz") as one, np.load(folder / "slow.sklog.npz") as other:
+        assert sorted(one.files) == sorted(other.files)
+        for key in one.files:
+            if key != "__meta__":
+                assert one[key].tobytes() == other[key].tobytes(), key
+
+
+def test_only_standard_joint_states_take_the_layout_reader(tmp_path):
+    bag = write_bag(tmp_path / "bag", arm_messages(3))
+    with open_bag(bag) as opened:
+        assert opened.standard("sensor_msgs/msg/JointState")
+        opened.typestore.fielddefs["std_msgs/msg/Header"] = ([], [])  # a bag that defines Header its own way
+        assert not opened.standard("sensor_msgs/msg/JointState")
 
 
 # ----------------------------------------------------------------------------- content rules
