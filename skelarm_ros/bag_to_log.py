@@ -33,7 +33,8 @@ import skelarm
 from skelarm.recording import dump_toml
 
 from skelarm_ros import __version__
-from skelarm_ros.bags import Bag, BagError, JointStateLayout, open_bag
+from skelarm_ros.bags import Bag, BagError, open_bag
+from skelarm_ros.cdr import JointStateLayout
 from skelarm_ros.conversions import NANOSECONDS, default_joint_names
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.urdf import URDFError, skeleton_from_urdf
@@ -492,7 +493,7 @@ def bag_to_log(
         bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
         showing = bar.stream is not None
         read = 0
-        # Joint states of one repeated layout in the joints' own order skip rosbags' decoder (bags.JointStateLayout).
+        # Joint states of one repeated layout in the joints' own order skip rosbags' decoder (cdr.JointStateLayout).
         layout = JointStateLayout() if bag.standard(JOINT_STATE) else None
         for read, (topic, msgtype, log_time, data) in enumerate(bag.raw_messages(bag.decodable(wanted)), start=1):
             if showing:
@@ -539,6 +540,8 @@ def bag_to_log(
                 times[1] = log_time
                 if layout is not None and statemap.joints == list(names):
                     layout.learn(data, message)
+                    if layout.counts != (span, span, span):  # the fast path fills whole rows only
+                        layout = JointStateLayout()
                 continue
             if topic == description:
                 urdf = urdf or str(message.data)

@@ -28,7 +28,6 @@ from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinitionFormat
 from rosbags.rosbag1 import Reader as Reader1
 from rosbags.rosbag1 import ReaderError as ReaderError1
@@ -213,84 +212,6 @@ class Bag:
             message = self.decode(topic, msgtype, data)
             if message is not None:
                 yield topic, msgtype, log_time, message
-
-
-def _align(offset: int, size: int) -> int:
-    return (offset + size - 1) & -size
-
-
-class JointStateLayout:
-    """Reads the stamp and the three arrays of JointState CDR messages of one byte layout with one ``struct`` call.
-
-    A recording repeats one layout message after message: the same frame id, joint
-    names and array lengths put every value at the same byte offset. :meth:`learn`
-    works the offsets out from a message rosbags has decoded and keeps them only if
-    they read that message back bit for bit; :meth:`values` then reads any message
-    whose bytes agree with the learned one up to its first float (encapsulation,
-    frame id, names, position count) and in its length and other two counts, and
-    returns ``None`` for anything else, which the caller decodes with rosbags.
-    Only for little-endian CDR of the standard definition (:meth:`Bag.standard`).
-    """
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self._size = -1
-        self._cut = 0
-        self._prefix = b""
-        self._values = struct.Struct("<")
-        self._counts = struct.Struct("<")
-        self._width = 0
-
-    def learn(self, data: bytes, message: Any) -> bool:
-        """Learn the layout of ``data``, which decodes to ``message``; return whether it can be used."""
-        names = list(message.name)
-        width = len(names)
-        if bytes(data[:2]) != b"\x00\x01" or not width:
-            return False
-        if not len(message.position) == len(message.velocity) == len(message.effort) == width:
-            return False
-        at = 8 + 4 + len(message.header.frame_id.encode()) + 1  # stamp, frame id (offsets after the 4-byte header)
-        at = _align(at, 4) + 4
-        for name in names:
-            at = _align(at, 4) + 4 + len(name.encode()) + 1
-        floats = []
-        counts = []
-        for _ in range(3):
-            at = _align(at, 4)
-            counts.append(at)
-            at = _align(at + 4, 8)
-            floats.append(at)
-            at += 8 * width
-        shift = 4
-        layout = f"<{shift}xiI"
-        end = shift + 8
-        for start in floats:
-            layout += f"{shift + start - end}x{width}d"
-            end = shift + start + 8 * width
-        values = struct.Struct(layout)
-        check = struct.Struct(f"<{shift + counts[1]}xI{counts[2] - counts[1] - 4}xI")
-        if values.size > len(data):
-            return False
-        read = values.unpack_from(data)
-        stamp = message.header.stamp
-        arrays = np.concatenate([message.position, message.velocity, message.effort])
-        if read[:2] != (stamp.sec, stamp.nanosec) or np.array(read[2:]).tobytes() != arrays.tobytes():
-            return False
-        if check.unpack_from(data) != (width, width):
-            return False
-        self.names, self._width = names, width
-        self._size, self._cut = len(data), shift + counts[0] + 4
-        self._prefix = bytes(data[12 : self._cut])
-        self._values, self._counts = values, check
-        return True
-
-    def values(self, data: bytes) -> tuple[Any, ...] | None:
-        """Return ``(sec, nanosec, *position, *velocity, *effort)``, or ``None`` if ``data`` is of another layout."""
-        if len(data) != self._size or data[12 : self._cut] != self._prefix or data[0] != 0 or data[1] != 1:
-            return None
-        if self._counts.unpack_from(data) != (self._width, self._width):
-            return None
-        return self._values.unpack_from(data)
 
 
 def read_messages(path: str | Path, topics: Collection[str] | None = None) -> Iterator[tuple[str, str, int, Any]]:

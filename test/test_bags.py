@@ -17,7 +17,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros import cli
 from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main
-from skelarm_ros.bags import Bag, BagError, JointStateLayout, open_bag, read_messages
+from skelarm_ros.bags import Bag, BagError, open_bag, read_messages
 from skelarm_ros.log_to_bag import LogError, log_to_bag
 from skelarm_ros.urdf import skeleton_from_urdf, skeleton_to_urdf
 
@@ -173,47 +173,6 @@ def shaped_state(ns: int, frame: str, names, counts, data) -> object:
     message = joint_state(ns, names, *arrays)
     message.header.frame_id = frame
     return message
-
-
-def decoded(message) -> bytes:
-    stamp = message.header.stamp
-    return np.array(
-        [stamp.sec, stamp.nanosec, *message.position, *message.velocity, *message.effort], dtype=np.float64
-    ).tobytes()
-
-
-@SHAPED
-@given(first=LAYOUTS, second=LAYOUTS, data=st.data())
-def test_the_layout_reader_reads_what_rosbags_reads_or_declines(first, second, data):
-    layout = JointStateLayout()
-    full = (len(first[1]),) * 3
-    learned = shaped_state(data.draw(st.integers(0, 2**40)), *first, full, data)
-    assert layout.learn(STORE.serialize_cdr(learned, learned.__msgtype__), learned)
-    # The same layout with other values is read; any other layout is either declined or read exactly.
-    counts = data.draw(st.sampled_from([full, (len(second[1]),) * 3, (len(second[1]), 0, 0), (0, 0, 0)]))
-    other = data.draw(st.sampled_from([first, second]))
-    message = shaped_state(data.draw(st.integers(0, 2**40)), *other, counts, data)
-    raw = STORE.serialize_cdr(message, message.__msgtype__)
-    values = layout.values(raw)
-    if other == first and counts == full:
-        assert values is not None
-    if values is not None:
-        back = STORE.deserialize_cdr(raw, message.__msgtype__)
-        assert list(back.name) == layout.names
-        assert np.array(values, dtype=np.float64).tobytes() == decoded(back)
-
-
-def test_the_layout_reader_declines_other_counts_of_the_same_length_and_big_endian():
-    names = ["a", "b", "c"]
-    layout = JointStateLayout()
-    first = joint_state(5, names, [1, 2, 3], [4, 5, 6], [7, 8, 9])
-    assert layout.learn(STORE.serialize_cdr(first, first.__msgtype__), first)
-    same_length = joint_state(5, names, [1, 2, 3], [4, 5, 6, 7], [8, 9])  # 3+4+2 floats: as long as 3+3+3
-    raw = STORE.serialize_cdr(same_length, same_length.__msgtype__)
-    assert len(raw) == len(STORE.serialize_cdr(first, first.__msgtype__))
-    assert layout.values(raw) is None
-    assert layout.values(STORE.serialize_cdr(first, first.__msgtype__, little_endian=False)) is None
-    assert not JointStateLayout().learn(STORE.serialize_cdr(first, first.__msgtype__, little_endian=False), first)
 
 
 @SHAPED

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from geometry_msgs.msg import PointStamped
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -40,7 +41,8 @@ class _Capture:
         self.subscribers = subscribers
 
     def publish(self, message):
-        self.messages.append(message)
+        # joint_commands go out as serialized bytes: keep what a subscriber would decode
+        self.messages.append(deserialize_message(message, JointState) if isinstance(message, bytes) else message)
 
     def get_subscription_count(self):
         return self.subscribers

@@ -60,7 +60,10 @@ ARRAY_MSG = st.tuples(st.just("commands"), ARRAYS)
 JOINT_MSG = st.tuples(st.just("joint_commands"), NAMES, ARRAYS, STAMP_SEC, STAMP_NSEC)
 WRENCH_MSG = st.tuples(st.just("wrench"), FRAMES, st.tuples(VALUES, VALUES, VALUES), st.tuples(VALUES, VALUES, VALUES))
 STEP = st.tuples(st.just("step"), st.integers(1, 20))
-SIM_INPUTS = st.lists(st.one_of(ARRAY_MSG, JOINT_MSG, WRENCH_MSG, STEP), min_size=1, max_size=25)
+SIM_ITEMS = (ARRAY_MSG, JOINT_MSG, WRENCH_MSG, STEP)
+SIM_INPUTS = st.lists(st.one_of(*SIM_ITEMS), min_size=1, max_size=25)
+# Bytes on a raw subscription: junk, or a good message cut short.
+DAMAGED = st.one_of(st.tuples(st.just("junk"), st.binary(max_size=80)), st.tuples(st.just("cut"), st.integers(0, 120)))
 
 
 def finite(sim: Simulation) -> bool:
@@ -106,6 +109,7 @@ def test_simulation_core_never_applies_a_rejected_message_and_stays_finite(input
 rclpy = pytest.importorskip("rclpy")
 from geometry_msgs.msg import PointStamped, WrenchStamped  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -148,18 +152,32 @@ def wrench(frame: str, force: tuple, torque: tuple) -> WrenchStamped:
     return msg
 
 
+def damaged_bytes(how: tuple) -> bytes:
+    if how[0] == "junk":
+        return how[1]
+    return serialize_message(joint_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0, 2_000_000))[: how[1]]
+
+
 @FUZZ
-@given(inputs=SIM_INPUTS)
+@given(inputs=st.lists(st.one_of(*SIM_ITEMS, st.tuples(st.just("bytes"), DAMAGED)), min_size=1, max_size=25))
 def test_simulator_node_handlers_survive_any_message(simulator: SimulatorNode, inputs: list[tuple]) -> None:
     simulator._on_reset(Trigger.Request(), Trigger.Response())
     sim = simulator.sim
-    for item in inputs:
+    raw = simulator.command_interface == "joint_commands"  # its joint_commands subscription takes bytes
+    for number, item in enumerate(inputs):
         rejected = sum(sim.rejected.values())
         held, force = sim.held_command(0.0)[0].copy(), sim.force.copy()
         if item[0] == "commands":
             simulator._on_commands(Float64MultiArray(data=item[1]))
         elif item[0] == "joint_commands":
-            simulator._on_joint_commands(joint_state(item[1], item[2], item[2], item[3], item[4]))
+            msg = joint_state(item[1], item[2], item[2], item[3], item[4])
+            if raw and number % 2:
+                simulator._on_joint_commands_bytes(serialize_message(msg))
+            else:
+                simulator._on_joint_commands(msg)
+        elif item[0] == "bytes":
+            if raw:
+                simulator._on_joint_commands_bytes(damaged_bytes(item[1]))
         elif item[0] == "wrench":
             simulator._on_wrench(wrench(item[1], item[2], item[3]))
         else:
@@ -176,6 +194,7 @@ STATE_INPUTS = st.lists(
         st.tuples(st.just("state"), NAMES, ARRAYS, ARRAYS, STAMP_SEC, STAMP_NSEC),
         st.tuples(st.just("good"), st.integers(0, 3)),  # a valid state, a few steps after the last good one
         st.tuples(st.just("target"), FRAMES, VALUES, VALUES, VALUES),
+        st.tuples(st.just("bytes"), DAMAGED),
     ),
     min_size=1,
     max_size=20,
@@ -189,7 +208,8 @@ class Capture:
         self.messages: list[Any] = []
 
     def publish(self, message: Any) -> None:
-        self.messages.append(message)
+        # joint_commands go out as serialized bytes: keep what a subscriber would decode
+        self.messages.append(deserialize_message(message, JointState) if isinstance(message, bytes) else message)
 
     def get_subscription_count(self) -> int:
         return 1
@@ -211,17 +231,28 @@ def test_controller_node_answers_only_good_states_with_finite_commands(
     capture = Capture()
     controller._command_pub = capture
     good_ns = 0
-    for item in inputs:
+    for number, item in enumerate(inputs):
         published, rejected, failures = len(capture.messages), controller.loop.rejected, controller.failures
         if item[0] == "target":
             controller._on_target(_point(*item[1:]))
             continue
-        if item[0] == "good":
-            good_ns += (item[1] + 1) * 2_000_000
-            msg = joint_state(["j2", "j1"], [0.9, 0.6], [0.0, 0.0], *divmod(good_ns, 1_000_000_000))
+        if item[0] == "bytes":  # damaged bytes on the raw subscription: refused, or a message it decodes to
+            data = damaged_bytes(item[1])
+            controller._on_joint_state_bytes(data)
+            try:
+                msg = deserialize_message(data, JointState)
+            except Exception:
+                msg = None
         else:
-            msg = joint_state(*item[1:])
-        controller._on_joint_state(msg)
+            if item[0] == "good":
+                good_ns += (item[1] + 1) * 2_000_000
+                msg = joint_state(["j2", "j1"], [0.9, 0.6], [0.0, 0.0], *divmod(good_ns, 1_000_000_000))
+            else:
+                msg = joint_state(*item[1:])
+            if number % 2:  # as the node's raw subscription hands it over
+                controller._on_joint_state_bytes(serialize_message(msg))
+            else:
+                controller._on_joint_state(msg)
         answered = len(capture.messages) - published
         refused = controller.loop.rejected - rejected + controller.failures - failures
         assert answered + refused == 1  # each state is either answered once or refused with no command
@@ -230,7 +261,7 @@ def test_controller_node_answers_only_good_states_with_finite_commands(
             values = command.effort if isinstance(command, JointState) else command.data
             assert len(values) == 2 and np.isfinite(values).all()
             if isinstance(command, JointState):
-                assert command.header.stamp == msg.header.stamp
+                assert msg is not None and command.header.stamp == msg.header.stamp
 
 
 def _point(frame: str, x: float, y: float, z: float) -> PointStamped:

@@ -13,6 +13,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -36,11 +37,15 @@ class Recorded:
         self.clocks: list[Any] = []
         node.state_pub.publish = lambda msg: self.states.append(_copy(msg))  # type: ignore[method-assign]
         node.tip_pub.publish = lambda msg: self.tips.append((msg.header.stamp.sec, msg.point.x, msg.point.y))  # type: ignore[method-assign]
+        node.tip_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]  # tip goes out when read
         if node.clock_pub is not None:
             node.clock_pub.publish = lambda msg: self.clocks.append((msg.clock.sec, msg.clock.nanosec))  # type: ignore[method-assign]
+            node.clock_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
 
 
-def _copy(msg: JointState) -> JointState:
+def _copy(msg: JointState | bytes) -> JointState:
+    if isinstance(msg, bytes):  # joint_states go out serialized
+        return deserialize_message(msg, JointState)
     out = JointState(name=list(msg.name), position=list(msg.position), velocity=list(msg.velocity))
     out.effort = list(msg.effort)
     out.header.stamp.sec, out.header.stamp.nanosec = msg.header.stamp.sec, msg.header.stamp.nanosec

@@ -20,16 +20,19 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.nodes.spinning import events_executor, spin_until
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
-    from builtin_interfaces.msg import Time
+    from collections.abc import Sequence
+
     from rclpy.publisher import Publisher
 
 COMMAND_INTERFACES = ("commands", "joint_commands")
@@ -142,12 +145,15 @@ class ControllerNode(Node):
             if interface == "joint_commands"
             else self.create_publisher(Float64MultiArray, "effort_controller/commands", self._out_qos)
         )
-        self._command_msg = JointState(name=self.loop.command_joints)
+        # joint_commands go out as bytes (skelarm_ros.cdr): the stamp and efforts written into a template.
+        self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
+        self._state_layout = JointStateLayout()
         self._channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
+        # Raw: a state's bytes are read directly when of the layout seen before, else decoded as usual.
+        self.create_subscription(JointState, "joint_states", self._on_joint_state_bytes, state_qos, raw=True)
         self.create_subscription(PointStamped, "target", self._on_target, 10)
         controller = type(self.loop.controller).__name__
         self.get_logger().info(
@@ -173,13 +179,42 @@ class ControllerNode(Node):
 
     # -- callbacks --------------------------------------------------------------------------------
 
+    def _on_joint_state_bytes(self, data: bytes) -> None:
+        """Take a serialized joint state: read directly when of the known layout, else decoded."""
+        layout = self._state_layout
+        values = layout.values(data)
+        if values is not None:
+            positions, velocities, _ = layout.counts
+            self._control(
+                layout.names,
+                values[2 : 2 + positions],
+                values[2 + positions : 2 + positions + velocities],
+                values[0],
+                values[1],
+            )
+            return
+        try:
+            msg = deserialize_message(data, JointState)
+        except Exception as error:  # rclpy raises several types on damaged bytes
+            self.loop.rejected += 1
+            self.get_logger().warning(
+                f"joint state not controlled ({self.loop.rejected} so far): it could not be deserialized ({error})",
+                throttle_duration_sec=_WARN_PERIOD,
+            )
+            return
+        layout.learn(data, msg)
+        self._on_joint_state(msg)
+
     def _on_joint_state(self, msg: JointState) -> None:
         stamp = msg.header.stamp
+        self._control(msg.name, msg.position, msg.velocity, stamp.sec, stamp.nanosec)
+
+    def _control(
+        self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], sec: int, nanosec: int
+    ) -> None:
         restarts = self.loop.restarts
         try:
-            output = self.loop.control(
-                msg.name, msg.position, msg.velocity, stamp_to_nanoseconds(stamp.sec, stamp.nanosec)
-            )
+            output = self.loop.control(names, positions, velocities, stamp_to_nanoseconds(sec, nanosec))
         except Rejected as error:
             self.get_logger().warning(
                 f"joint state not controlled ({self.loop.rejected} so far): {error}",
@@ -196,24 +231,21 @@ class ControllerNode(Node):
             return
         if self.loop.restarts > restarts:
             self.get_logger().info(
-                f"time line restarted at the state stamped {stamp.sec}.{stamp.nanosec:09d} s "
+                f"time line restarted at the state stamped {sec}.{nanosec:09d} s "
                 f"(a new target, or time went back); controller reset ({self.loop.restarts} restarts so far)"
             )
-        self._publish_command(output, stamp)
+        self._publish_command(output, sec, nanosec)
         if self._publish_channels:
-            self._publish_channel_messages(output, stamp)
+            self._publish_channel_messages(output, sec, nanosec)
 
-    def _publish_command(self, output: ControlOutput, stamp: Time) -> None:
+    def _publish_command(self, output: ControlOutput, sec: int, nanosec: int) -> None:
         torque = self.loop.command_torque(output.torque).tolist()
         if self._interface == "joint_commands":
-            command = self._command_msg  # reused: publish serializes it at once
-            command.header.stamp = stamp
-            command.effort = torque
-            self._command_pub.publish(command)
+            self._command_pub.publish(self._command_writer.pack(sec, nanosec, (), (), torque))
         else:
             self._command_pub.publish(Float64MultiArray(data=torque))
 
-    def _publish_channel_messages(self, output: ControlOutput, stamp: Time) -> None:
+    def _publish_channel_messages(self, output: ControlOutput, sec: int, nanosec: int) -> None:
         for name, value in output.channels.items():
             publisher, columns = self._channel_pubs.get(name) or self._channel_publisher(name, value)
             if publisher.get_subscription_count() == 0:
@@ -226,7 +258,7 @@ class ControllerNode(Node):
                 message.point.x, message.point.y = values[0], values[1]
             else:
                 message = JointState(name=columns, position=values)
-            message.header.stamp = stamp
+            message.header.stamp.sec, message.header.stamp.nanosec = sec, nanosec
             publisher.publish(message)
 
     def _channel_publisher(self, name: str, value: Any) -> tuple[Publisher, list[str] | None]:

@@ -35,6 +35,7 @@ from rclpy.qos import (
     ReliabilityPolicy,
     qos_check_compatible,
 )
+from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -43,6 +44,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
+from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
@@ -66,7 +68,7 @@ from skelarm_ros.simulation import (
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from rclpy.publisher import Publisher
     from rclpy.timer import Timer
@@ -245,12 +247,17 @@ class SimulatorNode(Node):
                 Float64MultiArray, "effort_controller/commands", self._on_commands, qos
             )
         else:
-            self.command_sub = self.create_subscription(JointState, "joint_commands", self._on_joint_commands, qos)
+            # Raw: the commands' bytes are read directly (skelarm_ros.cdr), without rclpy's message conversion.
+            self.command_sub = self.create_subscription(
+                JointState, "joint_commands", self._on_joint_commands_bytes, qos, raw=True
+            )
+            self._command_layout = JointStateLayout()
         self.wrench_sub = self.create_subscription(WrenchStamped, "tip_wrench", self._on_wrench, qos)
         self.create_service(Trigger, "simulator/reset", self._on_reset)
         self.create_service(SetBool, "simulator/pause", self._on_pause)
 
-        self._state_msg = JointState(name=list(self.sim.joint_names))
+        joints = self.sim.num_joints
+        self._state_writer = JointStateWriter(self.sim.joint_names, (joints, joints, joints))
         self._tip_msg = PointStamped()
         self._tip_msg.header.frame_id = BASE_FRAME
         self._clock_msg = ClockMsg()
@@ -331,18 +338,38 @@ class SimulatorNode(Node):
             return
         self._hold(tau)
 
-    def _on_joint_commands(self, msg: JointState) -> None:
+    def _on_joint_commands_bytes(self, data: bytes) -> None:
+        """Take a serialized ``joint_commands`` message: read directly when of the known layout, else decoded."""
+        layout = self._command_layout
+        values = layout.values(data)
+        if values is not None:
+            start = 2 + layout.counts[0] + layout.counts[1]
+            self._command(layout.names, values[start : start + layout.counts[2]], values[0], values[1])
+            return
         try:
-            tau = self.sim.command_from_joint_state(msg.name, msg.effort)
+            msg = deserialize_message(data, JointState)
+        except Exception as error:  # rclpy raises several types on damaged bytes
+            self.sim.rejected[COMMAND] += 1
+            self._reject(COMMAND, Rejected(f"a joint_commands message could not be deserialized ({error})"))
+            return
+        layout.learn(data, msg)
+        self._on_joint_commands(msg)
+
+    def _on_joint_commands(self, msg: JointState) -> None:
+        stamp = msg.header.stamp
+        self._command(msg.name, msg.effort, stamp.sec, stamp.nanosec)
+
+    def _command(self, names: Sequence[str], efforts: Sequence[float], sec: int, nanosec: int) -> None:
+        try:
+            tau = self.sim.command_from_joint_state(names, efforts)
         except Rejected as error:
             self._reject(COMMAND, error)
             return
-        stamp = msg.header.stamp
         if not self.lockstep:
-            self._hold(tau, stamp_to_nanoseconds(stamp.sec, stamp.nanosec))
+            self._hold(tau, stamp_to_nanoseconds(sec, nanosec))
             return
-        if not self.pairing.offer_command(stamp_to_nanoseconds(stamp.sec, stamp.nanosec), tau):
-            self._stale(STALE_COMMAND, "joint_commands", stamp.sec, stamp.nanosec)
+        if not self.pairing.offer_command(stamp_to_nanoseconds(sec, nanosec), tau):
+            self._stale(STALE_COMMAND, "joint_commands", sec, nanosec)
             return
         self._try_step()
 
@@ -400,25 +427,27 @@ class SimulatorNode(Node):
     def publish_state(self) -> None:
         """Publish ``/clock`` (when enabled), ``joint_states`` and ``tip`` for the present state.
 
+        ``joint_states`` goes out as bytes written by :class:`skelarm_ros.cdr.JointStateWriter`
+        (what rclpy would serialize, without building a message). ``/clock`` and ``tip``
+        are published only while someone reads them: with volatile durability a message
+        nobody reads is dropped anyway, and a reader that joins gets the next one.
         Afterwards each function in :attr:`state_listeners` is called with the node and
         the state's stamp, so other outputs (markers) can be added without changing this.
         """
         sec, nanosec = self.sim.stamp()
         engine = self.sim.engine
-        if self.clock_pub is not None:
+        if self.clock_pub is not None and self.clock_pub.get_subscription_count():
             self._clock_msg.clock.sec, self._clock_msg.clock.nanosec = sec, nanosec
             self.clock_pub.publish(self._clock_msg)
-        state = self._state_msg
-        state.header.stamp.sec, state.header.stamp.nanosec = sec, nanosec
-        state.position = engine.q_list
-        state.velocity = engine.dq_list
-        state.effort = self.sim.effort.tolist()
-        self.state_pub.publish(state)
-        x, y = self.sim.tip().tolist()
-        tip = self._tip_msg
-        tip.header.stamp.sec, tip.header.stamp.nanosec = sec, nanosec
-        tip.point.x, tip.point.y = x, y
-        self.tip_pub.publish(tip)
+        self.state_pub.publish(
+            self._state_writer.pack(sec, nanosec, engine.q_list, engine.dq_list, self.sim.effort.tolist())
+        )
+        if self.tip_pub.get_subscription_count():
+            x, y = self.sim.tip().tolist()
+            tip = self._tip_msg
+            tip.header.stamp.sec, tip.header.stamp.nanosec = sec, nanosec
+            tip.point.x, tip.point.y = x, y
+            self.tip_pub.publish(tip)
         for listener in self.state_listeners:
             listener(self, (sec, nanosec))
 
