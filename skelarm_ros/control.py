@@ -21,6 +21,7 @@ This module does not import rclpy.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import importlib.metadata
@@ -31,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 import skelarm
-from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointPD
+from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointPD, SampledJointReference
 from skelarm.mpc import JointSpaceMPC
 from skelarm.reaching import EndpointController
 
-from skelarm_ros.conversions import NANOSECONDS, Rejected, by_name, check_joint_names
+from skelarm_ros.conversions import NANOSECONDS, NameOrder, Rejected, check_joint_names
 from skelarm_ros.engine import ArmEngine, set_joints, sync_skeleton
 from skelarm_ros.scenario import ScenarioError, load_scenario
 
@@ -60,6 +61,44 @@ def inverse_dynamics(
 ) -> NDArray[np.float64]:
     """Joint torque ``M(q) ddq + h(q, dq)`` by Pinocchio's RNEA, shape ``(N,)``."""
     return np.array(pin.rnea(engine.model, engine.data, q, dq, ddq))
+
+
+class FastSampledJointReference(SampledJointReference):
+    """:class:`skelarm.control.SampledJointReference` sampled with one search and one vector expression.
+
+    skelarm interpolates every column of ``q``, ``dq`` and ``ddq`` with its own
+    :func:`numpy.interp` call; this finds the interval once and applies ``np.interp``'s
+    arithmetic (``slope * (t - t_j) + y_j``, endpoints held, a sample time returns its
+    sample) to all columns at once, so the result is the same to the bit. A ``t`` or a
+    result that is not a number is left to skelarm's own sampling.
+    """
+
+    def __init__(self, reference: SampledJointReference) -> None:
+        """Take over ``reference``'s arrays and prepare the stacked samples and slopes."""
+        super().__init__(reference.times, reference.q, reference.dq, reference.ddq)
+        self._times: list[float] = self.times.tolist()
+        self._stack = np.hstack([self.q, self.dq, self.ddq])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            steps = (self.times[1:] - self.times[:-1])[:, None]
+            self._slopes = (self._stack[1:] - self._stack[:-1]) / steps
+        self._split = (self.q.shape[1], self.q.shape[1] + self.dq.shape[1])
+
+    def sample(self, t: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Return ``(q_r, dq_r, ddq_r)`` at ``t``, as skelarm's linear interpolation does."""
+        times = self._times
+        if math.isnan(t) or not times:  # nothing to interpolate
+            return super().sample(t)
+        j = bisect.bisect_right(times, t) - 1
+        if j < 0:
+            row = self._stack[0].copy()
+        elif j >= len(times) - 1 or times[j] == t:
+            row = self._stack[min(j, len(times) - 1)].copy()
+        else:
+            row = self._slopes[j] * (t - times[j]) + self._stack[j]
+            if np.isnan(row).any():
+                return super().sample(t)
+        first, second = self._split
+        return row[:first], row[first:second], row[second:]
 
 
 class FastComputedTorque(ComputedTorque):
@@ -158,6 +197,8 @@ def with_fast_model(controller: skelarm.Controller, skeleton: skelarm.Skeleton, 
     fast = object.__new__(twin)
     fast.__dict__.update(vars(controller))
     fast.__dict__["engine"] = ArmEngine(skeleton, dt)
+    if type(fast.__dict__.get("reference")) is SampledJointReference:
+        fast.__dict__["reference"] = FastSampledJointReference(fast.__dict__["reference"])
     return fast
 
 
@@ -331,6 +372,7 @@ class ControlLoop:
         self.skeleton = scenario.skeleton.clone()
         self.num_joints: int = self.skeleton.num_joints
         self.joint_names = check_joint_names(list(joint_names), self.num_joints)
+        self._order = NameOrder(self.joint_names, "joint state", allow_extra=True)
         self._command_order = command_order(self.joint_names, list(command_joints))
         self.command_joints = [self.joint_names[index] for index in self._command_order]
         self.dt = float(scenario.simulator.dt if dt is None else dt)
@@ -509,8 +551,8 @@ class ControlLoop:
     def _control(
         self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], stamp_ns: int
     ) -> ControlOutput:
-        q = by_name(names, positions, self.joint_names, "position", "joint state", allow_extra=True)
-        dq = by_name(names, velocities, self.joint_names, "velocity", "joint state", allow_extra=True)
+        q = self._order.pick(names, positions, "position")
+        dq = self._order.pick(names, velocities, "velocity")
         last = self._last_stamp
         if last is not None and stamp_ns == last:
             msg = f"joint state stamped {stamp_ns} ns repeats the previous stamp; each state once"

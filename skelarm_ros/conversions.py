@@ -165,6 +165,50 @@ def by_name(
     return array
 
 
+class NameOrder:
+    """:func:`by_name` for a stream of messages, keeping the mapping of the last name list it checked.
+
+    A stream repeats one name list, so its check and mapping are done once; a message
+    with another list, a wrong length or a non-finite value goes through :func:`by_name`
+    itself (and is rejected with its sentence).
+
+    Parameters
+    ----------
+    joint_names : Sequence[str]
+        The arm's joints, in the order wanted.
+    what : str
+        How to name the message in a rejection.
+    allow_extra : bool, optional
+        Ignore names that are not the arm's.
+    """
+
+    def __init__(self, joint_names: Sequence[str], what: str, *, allow_extra: bool = False) -> None:
+        """Start with no name list seen."""
+        self.joint_names = list(joint_names)
+        self.what = what
+        self.allow_extra = allow_extra
+        self._names: list[str] | None = None
+        self._index: list[int] = []
+
+    def pick(self, names: Sequence[str], values: Sequence[float], field: str) -> NDArray[np.float64]:
+        """Return ``values`` (one per name in ``names``) in ``joint_names`` order, as :func:`by_name` does.
+
+        Raises
+        ------
+        Rejected
+            As :func:`by_name`.
+        """
+        if names != self._names or len(values) != len(names):
+            array = by_name(names, values, self.joint_names, field, self.what, allow_extra=self.allow_extra)
+            where = {name: position for position, name in enumerate(names)}
+            self._names, self._index = list(names), [where[name] for name in self.joint_names]
+            return array
+        array = np.array([values[position] for position in self._index], dtype=np.float64)
+        if not np.isfinite(array).all():
+            return by_name(names, values, self.joint_names, field, self.what, allow_extra=self.allow_extra)
+        return array
+
+
 def planar_force(
     frame_id: str,
     force: Sequence[float],

@@ -25,8 +25,8 @@ import numpy as np
 
 from skelarm_ros.conversions import (
     NANOSECONDS,
+    NameOrder,
     Rejected,
-    by_name,
     check_joint_names,
     effort_array,
     planar_force,
@@ -194,6 +194,7 @@ class Simulation:
         """Build the engine at the arm's initial state and check the settings."""
         num_joints = arm.skeleton.num_joints
         self.joint_names = check_joint_names(list(joint_names), num_joints)
+        self._command_order = NameOrder(self.joint_names, "joint_commands message")
         step = arm.dt if check_non_negative("dt", dt) == 0.0 else float(dt)
         self.engine = ArmEngine(arm.skeleton, step, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
         self._q0 = self.engine.q.copy()
@@ -268,9 +269,7 @@ class Simulation:
         Rejected
             On unknown, repeated or missing joints, mismatched lengths or non-finite values.
         """
-        return self._checked(
-            COMMAND, lambda: by_name(names, efforts, self.joint_names, "effort", "joint_commands message")
-        )
+        return self._checked(COMMAND, lambda: self._command_order.pick(names, efforts, "effort"))
 
     def wrench_force(self, frame_id: str, force: Sequence[float], torque: Sequence[float]) -> NDArray[np.float64]:
         """Check a ``tip_wrench`` message and return its planar force ``(fx, fy)``.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import math
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import skelarm
 import skelarm.scenario
 from conftest import full_scenarios, reference_run
-from skelarm.control import JointPD
+from skelarm.control import JointPD, SampledJointReference
 
 from skelarm_ros import control
 from skelarm_ros.control import (
@@ -19,6 +20,7 @@ from skelarm_ros.control import (
     FastComputedTorque,
     FastInverseDynamicsPD,
     FastJointSpaceMPC,
+    FastSampledJointReference,
     build_control_loop,
     channel_columns,
     command_order,
@@ -87,6 +89,33 @@ def test_fast_mpc_prediction_and_cost_equal_skelarm(arm_scenario):
         q_ref, dq_ref = rng.uniform(-1.0, 1.0, (4, n)), rng.uniform(-1.0, 1.0, (4, n))
         expected = slow._rollout_cost(plan, q, dq, q_ref, dq_ref)
         assert fast._rollout_cost(plan, q, dq, q_ref, dq_ref) == pytest.approx(expected, rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("path", full_scenarios(), ids=lambda path: path.stem)
+def test_fast_reference_samples_equal_skelarms_to_the_bit(path, shared_scenarios):
+    scenario = _quiet_load(str(path))
+    controller = with_fast_model(scenario.controller, scenario.skeleton, scenario.simulator.dt)
+    reference = getattr(controller, "reference", None)
+    if not isinstance(reference, SampledJointReference):
+        pytest.skip(f"{path.stem}'s controller ({type(controller).__name__}) samples no joint reference")
+    assert type(reference) is FastSampledJointReference
+    times = reference.times
+    rng = np.random.default_rng(11)
+    probes = [
+        *times[:50].tolist(),  # on the samples
+        *((times[:-1] + times[1:]) / 2)[:50].tolist(),  # between them
+        *rng.uniform(-0.5, float(times[-1]) + 0.5, 400).tolist(),  # anywhere, before and after too
+        float(times[-1]),
+        math.nextafter(float(times[-1]), -math.inf),
+        -0.0,
+        math.inf,
+        -math.inf,
+        math.nan,
+    ]
+    for t in probes:
+        got = reference.sample(t)
+        expected = SampledJointReference.sample(reference, t)
+        assert [a.tobytes() for a in got] == [b.tobytes() for b in expected], t
 
 
 def test_only_skelarms_own_model_based_types_get_a_twin(arm_scenario):
