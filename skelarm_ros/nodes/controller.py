@@ -27,7 +27,7 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
-from skelarm_ros.nodes.spinning import events_executor, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, spin_until
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -298,6 +298,7 @@ def main(args: list[str] | None = None) -> int:
         return 1
     try:
         # The EventsExecutor answers a state in a fraction of the single-threaded executor's time.
+        freeze_heap()  # no full collection of the start-up heap in the middle of the run
         executor = events_executor()
         executor.add_node(node)
         spin_until(node, executor)
