@@ -123,28 +123,44 @@ def _ping_pong_qos() -> QoSProfile:
     return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
 
 
-def ping(count: int, joints: int, executor_kind: str) -> int:
-    """Send ``count`` JointState messages one after the other, each after the answer to the last; print the time."""
+def ping(count: int, joints: int, executor_kind: str, raw: bool = False) -> int:
+    """Send ``count`` JointState messages one after the other, each after the answer to the last; print the time.
+
+    With ``raw`` the messages go out and come back as bytes (:mod:`skelarm_ros.cdr`), as the nodes send theirs.
+    """
+    import struct
+
     import rclpy
     from rclpy.task import Future
     from sensor_msgs.msg import JointState
+
+    from skelarm_ros.cdr import JointStateWriter
 
     rclpy.init()
     node = rclpy.create_node("loop_ping")
     publisher = node.create_publisher(JointState, "loop/ping", _ping_pong_qos())
     message = JointState(name=[f"j{i + 1}" for i in range(joints)], position=[0.1] * joints, velocity=[0.0] * joints)
     message.effort = [0.0] * joints
+    writer = JointStateWriter(message.name, (joints, joints, joints))
     done: Future = Future()
     sent = [0]
     start = [0.0]
 
     def send() -> None:
-        message.header.stamp.sec, message.header.stamp.nanosec = divmod(sent[0] * 1_000_000, 1_000_000_000)
-        publisher.publish(message)
+        stamp = message.header.stamp
+        stamp.sec, stamp.nanosec = divmod(sent[0] * 1_000_000, 1_000_000_000)
+        if raw:
+            publisher.publish(writer.pack(stamp.sec, stamp.nanosec, message.position, message.velocity, message.effort))
+        else:
+            publisher.publish(message)
 
-    def on_answer(answer: JointState) -> None:
-        stamp = answer.header.stamp
-        if (stamp.sec, stamp.nanosec) != (message.header.stamp.sec, message.header.stamp.nanosec):
+    def on_answer(answer: JointState | bytes) -> None:
+        stamp = message.header.stamp
+        if isinstance(answer, bytes):
+            got = struct.unpack_from("<iI", answer, 4)
+        else:
+            got = (answer.header.stamp.sec, answer.header.stamp.nanosec)
+        if got != (stamp.sec, stamp.nanosec):
             return
         sent[0] += 1
         if sent[0] == count:
@@ -152,7 +168,7 @@ def ping(count: int, joints: int, executor_kind: str) -> int:
             return
         send()
 
-    subscription = node.create_subscription(JointState, "loop/pong", on_answer, _ping_pong_qos())
+    subscription = node.create_subscription(JointState, "loop/pong", on_answer, _ping_pong_qos(), raw=raw)
     executor = _executor(executor_kind)
     executor.add_node(node)
     deadline = time.monotonic() + START_TIMEOUT
@@ -172,22 +188,40 @@ def ping(count: int, joints: int, executor_kind: str) -> int:
     return 0 if done.done() else 1
 
 
-def pong(executor_kind: str) -> int:
-    """Answer each JointState on ``loop/ping`` with an effort JointState of the same stamp, until stopped."""
+def pong(executor_kind: str, raw: bool = False) -> int:
+    """Answer each JointState on ``loop/ping`` with an effort JointState of the same stamp, until stopped.
+
+    With ``raw`` both are bytes: the state read with a learned layout, the answer written from a template.
+    """
     import rclpy
     from rclpy.executors import ExternalShutdownException
+    from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
+
+    from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 
     rclpy.init()
     node = rclpy.create_node("loop_pong")
     publisher = node.create_publisher(JointState, "loop/pong", _ping_pong_qos())
+    layout = JointStateLayout()
+    writers: dict[int, JointStateWriter] = {}
 
     def answer(state: JointState) -> None:
         command = JointState(name=state.name, effort=state.position)
         command.header.stamp = state.header.stamp
         publisher.publish(command)
 
-    node.create_subscription(JointState, "loop/ping", answer, _ping_pong_qos())
+    def answer_bytes(data: bytes) -> None:
+        values = layout.values(data)
+        if values is None:
+            state = deserialize_message(data, JointState)
+            layout.learn(data, state)
+            values = (state.header.stamp.sec, state.header.stamp.nanosec, *state.position)
+        count = layout.counts[0]
+        writer = writers.get(count) or writers.setdefault(count, JointStateWriter(layout.names, (0, 0, count)))
+        publisher.publish(writer.pack(values[0], values[1], (), (), values[2 : 2 + count]))
+
+    node.create_subscription(JointState, "loop/ping", answer_bytes if raw else answer, _ping_pong_qos(), raw=raw)
     executor = _executor(executor_kind)
     executor.add_node(node)
     try:
@@ -241,12 +275,16 @@ def _found(pattern: re.Pattern[str] | str, text: str, what: str) -> re.Match[str
     return found
 
 
-def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str) -> float:
+def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str, raw: bool = False) -> float:
     """Round trips per second of the ping-pong, ping on the EventsExecutor as the lockstep simulator."""
+    extra = ["--raw"] if raw else []
     text = _pair(
         work,
-        ("pong", ["-m", __name__, "pong", "--executor", pong_executor]),
-        ("ping", ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events"]),
+        ("pong", ["-m", __name__, "pong", "--executor", pong_executor, *extra]),
+        (
+            "ping",
+            ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events", *extra],
+        ),
         START_TIMEOUT + 120.0,
     )
     found = _found(r"ROUNDTRIPS (\d+) ([0-9.e+-]+)", text, "ping printed no result")
@@ -315,17 +353,23 @@ def run(*, quick: bool = False) -> dict[str, float]:
         print(f"{'':48} {'steps/s':>9} {'floor/s':>9} {'of floor':>9}")
         count = 2000 if quick else 5000
         duration = 4.0 if quick else 10.0
+        floors = (  # (key, label): messages as rclpy converts them, and bytes as the nodes send them
+            ("events bytes", "ping-pong floor, bytes (as the nodes), events"),
+            ("events", "ping-pong floor, messages, pong on EventsExecutor"),
+            ("single", "ping-pong floor, messages, pong single-threaded"),
+        )
         for _ in range(rounds):  # interleaved, so floor and loop meet the same load
-            for kind in ("events", "single"):
-                key = f"floor {kind}"
-                results[key] = max(results.get(key, 0.0), floor_rate(work, count, 2, kind))
+            for key, _label in floors:
+                kind, raw = key.split()[0], key.endswith("bytes")
+                rate = floor_rate(work, count, 2, kind, raw)
+                results[f"floor {key}"] = max(results.get(f"floor {key}", 0.0), rate)
             for scenario in LOCKSTEP_SCENARIOS:
                 key = f"lockstep {scenario}"
                 results[key] = max(results.get(key, 0.0), lockstep_rate(work, scenario, duration))
-        floor = results["floor events"]
-        for kind, label in (("events", "EventsExecutor"), ("single", "SingleThreadedExecutor")):
-            rate = results[f"floor {kind}"]
-            print(f"{'ping-pong floor, pong on ' + label:<48} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}")
+        floor = results["floor events bytes"]
+        for key, label in floors:
+            rate = results[f"floor {key}"]
+            print(f"{label:<48} {rate:>9.0f} {floor:>9.0f} {rate / floor:>8.0%}")
         for scenario in LOCKSTEP_SCENARIOS:
             rate = results[f"lockstep {scenario}"]
             verdict = "met" if rate >= LOCKSTEP_TARGET else "NOT met"
@@ -356,10 +400,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=5000, help="ping: round trips")
     parser.add_argument("--joints", type=int, default=2, help="ping: joints per message")
     parser.add_argument("--executor", choices=("events", "single"), default="events")
+    parser.add_argument("--raw", action="store_true", help="send and answer serialized bytes, as the nodes do")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.role == "ping":
-        return ping(args.count, args.joints, args.executor)
-    return pong(args.executor)
+        return ping(args.count, args.joints, args.executor, args.raw)
+    return pong(args.executor, args.raw)
 
 
 if __name__ == "__main__":
