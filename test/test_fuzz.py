@@ -494,6 +494,40 @@ def test_nodes_exit_1_with_one_sentence_on_a_bad_scenario(tmp_path: Path, case: 
     assert "Traceback" not in output
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("executable", "parameter"),
+    [("simulator", "dt"), ("controller", "dt"), ("force_replay", "dt"), ("recorder", "flush_interval")],
+)
+def test_nodes_exit_1_with_the_fix_for_an_integer_given_to_a_double(
+    tmp_path: Path, executable: str, parameter: str
+) -> None:
+    log = tmp_path / "node.log"
+    process = procs.start_node(executable, log, {parameter: 1})
+    try:
+        code = process.wait(timeout=60.0)
+    finally:
+        procs.end(process)
+    output = log.read_text(errors="replace")
+    assert code == 1, output
+    assert f"parameter '{parameter}' is a floating-point number; write 1.0 instead of 1" in output, output
+    assert "Traceback" not in output
+
+
+def test_parameter_problem_names_the_parameter_and_the_fix() -> None:
+    from rclpy.exceptions import InvalidParameterTypeException, ParameterException
+    from rclpy.parameter import Parameter as RclpyParameter
+
+    from skelarm_ros.nodes.spinning import parameter_problem
+
+    wrong = InvalidParameterTypeException(RclpyParameter("mode", value=3), RclpyParameter.Type.STRING)
+    assert parameter_problem(wrong, "docs/simulator.md") == (
+        "parameter 'mode' must be of type STRING, got INTEGER '3'; see docs/simulator.md for the accepted values"
+    )
+    other = ParameterException("something else", "x")
+    assert parameter_problem(other, "docs/x.md").startswith("a parameter is not valid (")
+
+
 def test_damage_changes_the_file(tmp_path: Path) -> None:
     path = tmp_path / "x.bin"
     path.write_bytes(bytes(range(200)))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import rclpy
 from geometry_msgs.msg import PointStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -27,7 +28,7 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -294,6 +295,12 @@ def main(args: list[str] | None = None) -> int:
         node = ControllerNode()
     except (ScenarioError, ValueError) as error:
         rclpy.logging.get_logger("controller").fatal(f"controller cannot start: {error}")
+        rclpy.try_shutdown()
+        return 1
+    except ParameterException as error:
+        rclpy.logging.get_logger("controller").fatal(
+            f"controller cannot start: {parameter_problem(error, 'docs/controller.md')}"
+        )
         rclpy.try_shutdown()
         return 1
     try:

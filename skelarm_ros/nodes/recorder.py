@@ -28,6 +28,7 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -35,7 +36,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags import qos_profile
-from skelarm_ros.nodes.spinning import spin_until
+from skelarm_ros.nodes.spinning import parameter_problem, spin_until
 
 DEFAULT_TOPICS = [
     "joint_states",
@@ -187,6 +188,9 @@ def main(args: list[str] | None = None) -> int:
         pass
     except ValueError as error:
         rclpy.logging.get_logger("recorder").error(str(error))
+        code = 1
+    except ParameterException as error:
+        rclpy.logging.get_logger("recorder").error(parameter_problem(error, "docs/bags.md"))
         code = 1
     finally:
         if node is not None:

@@ -48,7 +48,7 @@ from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import (
     COMMAND,
@@ -675,9 +675,7 @@ def main(args: list[str] | None = None) -> int:
             rclpy.logging.get_logger(NODE_NAME).error(str(error))
             return 1
         except ParameterException as error:
-            rclpy.logging.get_logger(NODE_NAME).error(
-                f"a parameter is not valid ({error}); see docs/simulator.md for the accepted values"
-            )
+            rclpy.logging.get_logger(NODE_NAME).error(parameter_problem(error, "docs/simulator.md"))
             return 1
         freeze_heap()  # no full collection of the start-up heap in the middle of the run
         executor = events_executor()

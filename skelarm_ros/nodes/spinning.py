@@ -14,6 +14,7 @@ SIGINT or SIGTERM shut the context down (rclpy's signal handler does that).
 from __future__ import annotations
 
 import gc
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,40 @@ def events_executor(context: Context | None = None) -> Executor:
     from rclpy.experimental import EventsExecutor
 
     return EventsExecutor(context=context)
+
+
+_WRONG_TYPE = re.compile(
+    r"Trying to set parameter '(?P<name>[^']*)' to '(?P<value>[^']*)' of type '(?P<given>\w+)', "
+    r"expecting type '(?:Type\.)?(?P<wanted>\w+)'"
+)
+
+
+def parameter_problem(error: Exception, doc: str) -> str:
+    """Return one sentence for a parameter rclpy refused at start-up (``ParameterException``).
+
+    An integer given for a floating-point parameter (``dt:=1``) is the common case and
+    gets its fix spelled out; anything else names the parameter's page in the docs.
+
+    Parameters
+    ----------
+    error : Exception
+        What rclpy raised while the node declared its parameters.
+    doc : str
+        The node's page, such as ``docs/simulator.md``.
+    """
+    text = str(error)
+    wrong = _WRONG_TYPE.search(text)
+    if wrong and wrong["given"] == "INTEGER" and wrong["wanted"] == "DOUBLE":
+        return (
+            f"parameter '{wrong['name']}' is a floating-point number; write {wrong['value']}.0 "
+            f"instead of {wrong['value']} (see {doc})"
+        )
+    if wrong:
+        return (
+            f"parameter '{wrong['name']}' must be of type {wrong['wanted']}, got {wrong['given']} "
+            f"'{wrong['value']}'; see {doc} for the accepted values"
+        )
+    return f"a parameter is not valid ({text}); see {doc} for the accepted values"
 
 
 def freeze_heap() -> None:
