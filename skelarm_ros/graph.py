@@ -369,6 +369,11 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         )
     if _flag(values, "controller"):
         controller: dict[str, ParameterValue] = {"scenario": scenario_path, "command_interface": command_interface}
+        if simulate:
+            # Its first command waits for the simulator's and the recorder's readers, its channels for the
+            # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
+            controller["min_subscribers"] = 1 + int(bool(values["record"]))
+            controller["min_channel_subscribers"] = int(bool(values["record"]))
         if command_joints:
             controller["command_joints"] = command_joints
         specs.append(node("controller", {**controller, **naming}))

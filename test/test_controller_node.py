@@ -158,6 +158,36 @@ def test_channels_published_stamped_with_point_and_joint_state_types(make_node, 
     np.testing.assert_allclose([point.point.x, point.point.y], node.loop.controller.log_channels()["endpoint"])
 
 
+def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_starts(make_node):
+    node = make_node(command_interface="joint_commands", min_subscribers=2, min_channel_subscribers=1)
+    command = _Capture(subscribers=1)  # the simulator, not yet the recorder
+    node._command_pub = command
+    channels = {name: _Capture(subscribers=0) for name in node._channel_pubs}
+    for name, capture in channels.items():
+        node._channel_pubs[name] = (capture, node._channel_pubs[name][1])
+    assert set(channels) == {"q_ref", "error"}  # announced at start-up, before any state
+    for k in range(3):
+        node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], k * 2_000_000))
+    node._release_held()
+    assert command.messages == [] and all(c.messages == [] for c in channels.values())
+    command.subscribers = 2
+    node._release_held()
+    assert command.messages == []  # the channels' reader is not matched yet
+    for capture in channels.values():
+        capture.subscribers = 1
+    node._release_held()
+    assert [m.header.stamp.nanosec for m in command.messages] == [0, 2_000_000, 4_000_000]
+    for capture in channels.values():
+        assert [m.header.stamp.nanosec for m in capture.messages] == [0, 2_000_000, 4_000_000]
+    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 6_000_000))  # and from now on at once
+    assert len(command.messages) == 4 and all(len(c.messages) == 4 for c in channels.values())
+
+
+def test_min_subscribers_must_not_be_negative(make_node):
+    with pytest.raises(ValueError, match="min_subscribers and min_channel_subscribers count readers"):
+        make_node(min_subscribers=-1)
+
+
 def test_joint_channels_and_silence_without_subscribers(make_node):
     node = make_node()
     node._command_pub = _Capture()

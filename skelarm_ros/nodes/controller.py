@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import rclpy
 from geometry_msgs.msg import PointStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rclpy.publisher import Publisher
+    from rclpy.timer import Timer
 
 COMMAND_INTERFACES = ("commands", "joint_commands")
 _WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
+_RELEASE_PERIOD = 0.02  # s, how often held-back commands check for their readers
 
 
 class ControllerNode(Node):
@@ -115,11 +118,30 @@ class ControllerNode(Node):
         self._publish_channels: bool = self._declare(
             "publish_channels", True, "publish the controller's channels on controller/<channel>"
         )
+        self._min_readers: int = self._declare(
+            "min_subscribers",
+            0,
+            "readers of the command topic (simulator, recorder) to wait for before the first command; "
+            "commands and channel messages are held back in order until then",
+            read_only=True,
+        )
+        self._min_channel_readers: int = self._declare(
+            "min_channel_subscribers",
+            0,
+            "readers of each controller/<channel> topic (a recorder) to wait for as well",
+            read_only=True,
+        )
         if interface not in COMMAND_INTERFACES:
             msg = f"command_interface must be one of {list(COMMAND_INTERFACES)}, got {interface!r}"
             raise ValueError(msg)
         if depth < 1:
             msg = f"qos_depth must be at least 1, got {depth}"
+            raise ValueError(msg)
+        if self._min_readers < 0 or self._min_channel_readers < 0:
+            msg = (
+                f"min_subscribers and min_channel_subscribers count readers, got {self._min_readers} and "
+                f"{self._min_channel_readers}; give 0 or more"
+            )
             raise ValueError(msg)
         self.loop, problems = build_control_loop(
             scenario,
@@ -152,6 +174,13 @@ class ControllerNode(Node):
         self._channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
+        # Until the readers the graph starts are matched (min_subscribers), what would go out waits here.
+        self._held: list[tuple[bytes | Float64MultiArray, list[tuple[Publisher, Any]]]] | None = None
+        self._release_timer: Timer | None = None
+        if self._min_readers or self._min_channel_readers:
+            self._held = []
+            steady = Clock(clock_type=ClockType.STEADY_TIME)
+            self._release_timer = self.create_timer(_RELEASE_PERIOD, self._release_held, clock=steady)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # Raw: a state's bytes are read directly when of the layout seen before, else decoded as usual.
         self.create_subscription(JointState, "joint_states", self._on_joint_state_bytes, state_qos, raw=True)
@@ -235,21 +264,53 @@ class ControllerNode(Node):
                 f"time line restarted at the state stamped {sec}.{nanosec:09d} s "
                 f"(a new target, or time went back); controller reset ({self.loop.restarts} restarts so far)"
             )
-        self._publish_command(output, sec, nanosec)
-        if self._publish_channels:
-            self._publish_channel_messages(output, sec, nanosec)
+        command = self._command(output, sec, nanosec)
+        holding = self._held is not None
+        channels = self._channel_messages(output, sec, nanosec, holding) if self._publish_channels else []
+        if holding:
+            assert self._held is not None
+            self._held.append((command, channels))
+            self._release_held()
+            return
+        self._command_pub.publish(command)
+        for publisher, message in channels:
+            publisher.publish(message)
 
-    def _publish_command(self, output: ControlOutput, sec: int, nanosec: int) -> None:
+    def _readers_matched(self) -> bool:
+        """Whether the command topic and every channel topic have the readers the graph starts."""
+        if self._command_pub.get_subscription_count() < self._min_readers:
+            return False
+        return all(pub.get_subscription_count() >= self._min_channel_readers for pub, _ in self._channel_pubs.values())
+
+    def _release_held(self) -> None:
+        """Send what was held back, in order, once the readers the graph starts are matched."""
+        if self._held is None or not self._readers_matched():
+            return
+        held, self._held = self._held, None
+        for command, channels in held:
+            self._command_pub.publish(command)
+            for publisher, message in channels:
+                publisher.publish(message)
+        if self._release_timer is not None:
+            self.destroy_timer(self._release_timer)
+            self._release_timer = None
+        if held:
+            self.get_logger().info(f"readers matched; sent the {len(held)} command(s) held back until then")
+
+    def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
         torque = self.loop.command_torque(output.torque).tolist()
         if self._interface == "joint_commands":
-            self._command_pub.publish(self._command_writer.pack(sec, nanosec, (), (), torque))
-        else:
-            self._command_pub.publish(Float64MultiArray(data=torque))
+            return self._command_writer.pack(sec, nanosec, (), (), torque)
+        return Float64MultiArray(data=torque)
 
-    def _publish_channel_messages(self, output: ControlOutput, sec: int, nanosec: int) -> None:
+    def _channel_messages(
+        self, output: ControlOutput, sec: int, nanosec: int, unread: bool
+    ) -> list[tuple[Publisher, PointStamped | JointState]]:
+        """Build the channel messages of one state (for topics nobody reads only when ``unread``)."""
+        messages: list[tuple[Publisher, PointStamped | JointState]] = []
         for name, value in output.channels.items():
             publisher, columns = self._channel_pubs.get(name) or self._channel_publisher(name, value)
-            if publisher.get_subscription_count() == 0:
+            if not unread and publisher.get_subscription_count() == 0:
                 continue
             values = value.reshape(-1).tolist()
             message: PointStamped | JointState
@@ -260,7 +321,8 @@ class ControllerNode(Node):
             else:
                 message = JointState(name=columns, position=values)
             message.header.stamp.sec, message.header.stamp.nanosec = sec, nanosec
-            publisher.publish(message)
+            messages.append((publisher, message))
+        return messages
 
     def _channel_publisher(self, name: str, value: Any) -> tuple[Publisher, list[str] | None]:
         """Create the publisher of one channel: PointStamped for a point, else JointState."""
