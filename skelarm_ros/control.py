@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 import skelarm
+from scipy.optimize import minimize
 from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointPD, SampledJointReference
 from skelarm.mpc import JointSpaceMPC
 from skelarm.reaching import EndpointController
@@ -134,7 +135,16 @@ class FastInverseDynamicsPD(InverseDynamicsFeedforwardPD):
 
 
 class FastJointSpaceMPC(JointSpaceMPC):
-    """:class:`skelarm.JointSpaceMPC` whose prediction model is the Pinocchio engine's forward dynamics."""
+    """:class:`skelarm.JointSpaceMPC` with the Pinocchio engine as its model and its rollouts batched.
+
+    The optimisation is skelarm's: the same cost (stages, weights, soft limits,
+    semi-implicit Euler over the horizon), L-BFGS-B with the same options and scipy's
+    own forward-difference gradient (its steps, signs at the bounds and differences).
+    Only the evaluation changes: scipy hands every perturbed torque sequence of a
+    gradient to its ``workers`` map at once, and :meth:`_costs` rolls them out side by
+    side, one Pinocchio forward dynamics per sequence and step, instead of one Python
+    rollout each.
+    """
 
     engine: ArmEngine
 
@@ -143,6 +153,86 @@ class FastJointSpaceMPC(JointSpaceMPC):
     ) -> NDArray[np.float64]:
         """Forward dynamics at the unclamped state ``(q, dq)`` under torque ``tau``."""
         return self.engine.forward_dynamics(q, dq, tau)
+
+    def control(self, t: float, skeleton: skelarm.Skeleton) -> NDArray[np.float64]:
+        """Optimize the horizon torque sequence as skelarm does and return only the first torque."""
+        if self._model is None or self._warm is None:
+            self.reset(skeleton)
+        assert self._warm is not None  # set by reset
+        num_joints = skeleton.num_joints
+        q0, dq0 = skeleton.q, skeleton.dq
+        samples = [self.reference.sample(t + k * self.dt) for k in range(self.horizon + 1)]
+        q_ref = np.array([sample[0] for sample in samples])
+        dq_ref = np.array([sample[1] for sample in samples])
+        bounds = None
+        if self.tau_max is not None:
+            bounds = [(-self.tau_max, self.tau_max)] * (self.horizon * num_joints)
+        args = (q0, dq0, q_ref, dq_ref)
+
+        def batched(_fun: Any, points: Any) -> list[float]:
+            """``map(fun, points)`` for scipy's gradient: every point's cost from one batched rollout."""
+            return self._costs(np.array(list(points)), *args).tolist()
+
+        result = minimize(
+            self._rollout_cost,
+            self._warm.flatten(),
+            args=args,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": self.max_iter, "workers": batched},
+        )
+        torques = result.x.reshape(self.horizon, num_joints)
+        self._warm = np.vstack([torques[1:], torques[-1:]])  # warm start: shifted, the last torque repeated
+        self._q_ref = q_ref[0]
+        self._error = q_ref[0] - q0
+        return torques[0].copy()
+
+    def _rollout_cost(
+        self,
+        tau_flat: NDArray[np.float64],
+        q0: NDArray[np.float64],
+        dq0: NDArray[np.float64],
+        q_ref: NDArray[np.float64],
+        dq_ref: NDArray[np.float64],
+    ) -> float:
+        """Skelarm's rollout cost of one torque sequence (see :meth:`_costs`)."""
+        return float(self._costs(tau_flat[np.newaxis, :], q0, dq0, q_ref, dq_ref)[0])
+
+    def _costs(
+        self,
+        taus: NDArray[np.float64],
+        q0: NDArray[np.float64],
+        dq0: NDArray[np.float64],
+        q_ref: NDArray[np.float64],
+        dq_ref: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """Roll out each torque sequence (a row of ``taus``) and return its tracking-plus-effort cost."""
+        count, num_joints = taus.shape[0], q0.shape[0]
+        torques = taus.reshape(count, self.horizon, num_joints)
+        q = np.repeat(q0[np.newaxis, :], count, axis=0)
+        dq = np.repeat(dq0[np.newaxis, :], count, axis=0)
+        cost = np.zeros(count)
+        ddq = np.empty((count, num_joints))
+        lower, upper = self._lower, self._upper
+        limits = bool(self.limit_weight) and lower is not None and upper is not None
+        model, data = self.engine.model, self.engine.data
+        for k in range(self.horizon):
+            error_q = q - q_ref[k]
+            error_dq = dq - dq_ref[k]
+            tau = np.ascontiguousarray(torques[:, k])
+            cost += np.einsum("ij,ij->i", self.q_weight * error_q, error_q)
+            cost += np.einsum("ij,ij->i", self.dq_weight * error_dq, error_dq)
+            cost += np.einsum("ij,ij->i", self.tau_weight * tau, tau)
+            if limits and lower is not None and upper is not None:
+                overshoot = np.maximum(q - upper, 0.0) + np.maximum(lower - q, 0.0)
+                cost += np.einsum("ij,ij->i", self.limit_weight * overshoot, overshoot)
+            for row in range(count):
+                ddq[row] = pin.aba(model, data, q[row], dq[row], tau[row])
+            dq = dq + self.dt * ddq
+            q = q + self.dt * dq
+        terminal = q - q_ref[self.horizon]
+        cost += np.einsum("ij,ij->i", self.terminal_weight * terminal, terminal)
+        return cost
 
 
 # Exact skelarm type -> its fast twin. A subclass of these (a user's own controller) is left

@@ -13,6 +13,7 @@ import skelarm
 import skelarm.scenario
 from conftest import full_scenarios, reference_run
 from skelarm.control import JointPD, SampledJointReference
+from skelarm.mpc import JointSpaceMPC
 
 from skelarm_ros import control
 from skelarm_ros.control import (
@@ -116,6 +117,29 @@ def test_fast_reference_samples_equal_skelarms_to_the_bit(path, shared_scenarios
         got = reference.sample(t)
         expected = SampledJointReference.sample(reference, t)
         assert [a.tobytes() for a in got] == [b.tobytes() for b in expected], t
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"type": "mpc", "horizon": 3, "max_iter": 5},
+        {"type": "mpc", "horizon": 4, "max_iter": 8, "tau_max": 0.01, "limit_weight": 5.0},  # bounds hit
+    ],
+)
+def test_fast_mpc_batched_gradient_gives_the_same_torque_as_scipys_one_by_one(arm_scenario, params):
+    built = _build(arm_scenario, params)
+    batched = with_fast_model(copy.deepcopy(built), arm_scenario.skeleton, 0.002)
+    one_by_one = copy.deepcopy(batched)
+    engine = ArmEngine(arm_scenario.skeleton, 0.002)
+    skeleton = arm_scenario.skeleton.clone()
+    batched.reset(skeleton)
+    one_by_one.reset(skeleton)
+    for k in range(12):
+        sync_skeleton(skeleton, engine.q, engine.dq)
+        torque = batched.control(k * 0.002, skeleton)
+        expected = JointSpaceMPC.control(one_by_one, k * 0.002, skeleton)  # scipy evaluates each point itself
+        assert torque.tobytes() == expected.tobytes()
+        engine.step(torque)
 
 
 def test_only_skelarms_own_model_based_types_get_a_twin(arm_scenario):
