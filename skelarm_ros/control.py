@@ -187,16 +187,9 @@ class FastJointSpaceMPC(JointSpaceMPC):
         self._error = q_ref[0] - q0
         return torques[0].copy()
 
-    def _rollout_cost(
-        self,
-        tau_flat: NDArray[np.float64],
-        q0: NDArray[np.float64],
-        dq0: NDArray[np.float64],
-        q_ref: NDArray[np.float64],
-        dq_ref: NDArray[np.float64],
-    ) -> float:
-        """Skelarm's rollout cost of one torque sequence (see :meth:`_costs`)."""
-        return float(self._costs(tau_flat[np.newaxis, :], q0, dq0, q_ref, dq_ref)[0])
+    def _rollout_cost(self, tau_flat: NDArray[np.float64], *state: NDArray[np.float64]) -> float:
+        """Return the cost of one torque sequence; ``state`` is ``(q0, dq0, q_ref, dq_ref)`` (see :meth:`_costs`)."""
+        return float(self._costs(tau_flat[np.newaxis, :], *state)[0])
 
     def _costs(
         self,
