@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ import skelarm
 from skelarm.recording import dump_toml
 
 from skelarm_ros import __version__
-from skelarm_ros.bags import Bag, BagError, open_bag
+from skelarm_ros.bags import Bag, BagError, open_bag, printable
 from skelarm_ros.cdr import JointStateLayout
 from skelarm_ros.conversions import NANOSECONDS, default_joint_names
 from skelarm_ros.scenario import ScenarioError, load_arm
@@ -57,6 +58,7 @@ CLOCKS = ("header", "log")
 PROGRESS_MIN_MESSAGES = 5000
 _CHUNK = 65536
 _RESERVED = ("time", "q", "dq", "tau", "ext_force")
+_CHANNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # controller/<channel> topics that become log channels
 
 
 class ConversionError(ValueError):
@@ -312,6 +314,21 @@ class _Progress:
             self.stream.write("\n")
 
 
+def _printable_tree(value: Any) -> Any:
+    """Return ``value`` (nested dicts and lists) with every string's control characters written out.
+
+    Names, topics and notes can come from a damaged bag; TOML (and so the log's
+    metadata) cannot hold raw control characters.
+    """
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(key)): _printable_tree(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_printable_tree(item) for item in value]
+    return value
+
+
 def write_log(
     output: Path,
     arrays: dict[str, NDArray[Any]],
@@ -340,7 +357,7 @@ def write_log(
     if channel_meta:
         meta["channels"] = channel_meta
     meta["extra"] = extra
-    payload: dict[str, Any] = {**arrays, "__meta__": np.array(dump_toml(meta))}
+    payload: dict[str, Any] = {**arrays, "__meta__": np.array(dump_toml(_printable_tree(meta)))}
     folder = output.resolve().parent
     if not folder.is_dir():
         msg = f"output folder '{folder}' does not exist; create it or choose another output path"
@@ -470,7 +487,9 @@ def bag_to_log(
         controller = {
             name[len(prefix) :]: name
             for name, info in bag.topics.items()
-            if name.startswith(prefix) and "/" not in name[len(prefix) :] and info.msgtype in (POINT, JOINT_STATE)
+            if name.startswith(prefix)
+            and _CHANNEL_NAME.fullmatch(name[len(prefix) :])
+            and info.msgtype in (POINT, JOINT_STATE)
         }
         description = next(
             (n for n, i in bag.topics.items() if n.endswith("robot_description") and i.msgtype == STRING), None

@@ -258,12 +258,23 @@ def _connection_stream(
     return source
 
 
+def printable(text: str) -> str:
+    """Return ``text`` with its control characters written out as escapes, as a damaged bag may hold them."""
+    return "".join(char if char.isprintable() or char in "\n\t" else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}"
+
+
 def _build_typestore(connections: list[Connection], is_ros2: bool, notes: list[str]) -> Typestore:
     """Build a type store: stored definitions first, the distribution's standard ones for everything else."""
     typs: dict[str, Any] = {}
+    failed: set[str] = set()
     for conn in connections:
         fmt, data = conn.msgdef.format, conn.msgdef.data
-        if fmt == MessageDefinitionFormat.NONE or conn.msgtype in typs:
+        if fmt == MessageDefinitionFormat.NONE or conn.msgtype in typs or conn.msgtype in failed:
             continue
         try:
             if fmt == MessageDefinitionFormat.MSG:
@@ -274,7 +285,12 @@ def _build_typestore(connections: list[Connection], is_ros2: bool, notes: list[s
                 for idl in parts:
                     typs.update(get_types_from_idl(idl))
         except (TypesysError, ValueError, IndexError) as error:
-            notes.append(f"the stored definition of {conn.msgtype} could not be parsed ({error}); using the default")
+            failed.add(conn.msgtype)
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            notes.append(
+                f"the stored definition of {conn.msgtype} could not be parsed ({printable(reason)[:200]}); "
+                "using the default"
+            )
     default = get_typestore(Stores.ROS2_JAZZY if is_ros2 else Stores.ROS1_NOETIC)
     merged = {**default.fielddefs, **typs}
     store = get_typestore(Stores.EMPTY)

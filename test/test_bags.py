@@ -206,6 +206,16 @@ def test_only_standard_joint_states_take_the_layout_reader(tmp_path):
         assert not opened.standard("sensor_msgs/msg/JointState")
 
 
+def test_control_characters_from_a_bag_reach_the_log_written_out(tmp_path):
+    names = ["a\x00", "b\r"]  # a damaged or odd recording: joint names TOML cannot hold as they are
+    msgs = [("/joint_states", 10 + k, joint_state(10 + k, names, [1.0, 2.0], [0.0, 0.0], [0.0, 0.0])) for k in range(3)]
+    bag = write_bag(tmp_path / "bag", msgs)
+    bag_to_log(bag, tmp_path / "out.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    assert log.extra["joint_names"] == ["a\\x00", "b\\x0d"]
+    np.testing.assert_array_equal(log.channel("q")[0], [1.0, 2.0])
+
+
 # ----------------------------------------------------------------------------- content rules
 
 
