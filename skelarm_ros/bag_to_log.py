@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ CONTROLLER_PREFIX = "controller/"
 POINT_CHANNELS = ("endpoint", "equilibrium", "apparent_initial")
 CLOCKS = ("header", "log")
 PROGRESS_MIN_MESSAGES = 5000
+EARLY_COMMANDS = 1000  # commands logged before the first state that are kept for it (the newest)
 _CHUNK = 65536
 _RESERVED = ("time", "q", "dq", "tau", "ext_force")
 _CHANNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # controller/<channel> topics that become log channels
@@ -511,6 +513,44 @@ def bag_to_log(
         total = sum(bag.topics[t].count for t in wanted)
         bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
         showing = bar.stream is not None
+
+        def sample(topic: str, msgtype: str, log_time: int, message: Any) -> None:
+            """Add one message of a topic other than the joint states to its stream."""
+            stream = streams.get(topic)
+            if stream is None:
+                width = 2 if msgtype in (WRENCH, POINT) else (len(statemap.joints) if statemap else 0)
+                if msgtype == JOINT_STATE and topic != command_topic:
+                    width = len(message.position)
+                size = bag.topics[topic].count
+                stream = _Stream(
+                    topic, msgtype, _Rows(width, size), _Rows(None, size, np.int64), _Rows(None, size, np.int64)
+                )
+                if msgtype == JOINT_STATE and topic != command_topic:
+                    stream.names = list(message.name)
+                streams[topic] = stream
+            row = stream.values.row()
+            if msgtype == WRENCH:
+                row[0] = message.wrench.force.x
+                row[1] = message.wrench.force.y
+            elif msgtype == POINT:
+                row[0] = message.point.x
+                row[1] = message.point.y
+            elif msgtype == FLOAT_ARRAY:
+                floats = message.data
+                row[: min(len(floats), len(row))] = floats[: len(row)]
+            elif topic == command_topic:
+                if stream.namemap is None and statemap is not None:
+                    stream.namemap = _NameMap(statemap.joints)
+                if stream.namemap is not None:
+                    stream.namemap.fill(row, message.name, message.effort)
+            else:
+                row[: min(len(message.position), len(row))] = message.position[: len(row)]
+            if msgtype != FLOAT_ARRAY:
+                stream.stamps.put(_stamp(message))
+            stream.logs.put(log_time)
+
+        # Commands logged before the first state (a recorder may take a command before the state it answers).
+        early: deque[tuple[str, str, int, Any]] = deque(maxlen=EARLY_COMMANDS)
         read = 0
         # Joint states of one repeated layout in the joints' own order skip rosbags' decoder (cdr.JointStateLayout).
         layout = JointStateLayout() if bag.standard(JOINT_STATE) else None
@@ -546,6 +586,8 @@ def bag_to_log(
                     statemap = _NameMap(chosen)
                     state = _Rows(3 * len(chosen), capacity)
                     span = len(chosen)
+                    while early:
+                        sample(*early.popleft())
                 names = message.name
                 if not names:
                     counts["empty_name_lists"] += 1
@@ -566,39 +608,9 @@ def bag_to_log(
                 urdf = urdf or str(message.data)
                 continue
             if topic == command_topic and statemap is None:
-                continue  # a command before any state: nothing to apply it to
-            stream = streams.get(topic)
-            if stream is None:
-                width = 2 if msgtype in (WRENCH, POINT) else (len(statemap.joints) if statemap else 0)
-                if msgtype == JOINT_STATE and topic != command_topic:
-                    width = len(message.position)
-                size = bag.topics[topic].count
-                stream = _Stream(
-                    topic, msgtype, _Rows(width, size), _Rows(None, size, np.int64), _Rows(None, size, np.int64)
-                )
-                if msgtype == JOINT_STATE and topic != command_topic:
-                    stream.names = list(message.name)
-                streams[topic] = stream
-            row = stream.values.row()
-            if msgtype == WRENCH:
-                row[0] = message.wrench.force.x
-                row[1] = message.wrench.force.y
-            elif msgtype == POINT:
-                row[0] = message.point.x
-                row[1] = message.point.y
-            elif msgtype == FLOAT_ARRAY:
-                floats = message.data
-                row[: min(len(floats), len(row))] = floats[: len(row)]
-            elif topic == command_topic:
-                if stream.namemap is None and statemap is not None:
-                    stream.namemap = _NameMap(statemap.joints)
-                if stream.namemap is not None:
-                    stream.namemap.fill(row, message.name, message.effort)
-            else:
-                row[: min(len(message.position), len(row))] = message.position[: len(row)]
-            if msgtype != FLOAT_ARRAY:
-                stream.stamps.put(_stamp(message))
-            stream.logs.put(log_time)
+                early.append((topic, msgtype, log_time, message))  # its state may be logged just after it
+                continue
+            sample(topic, msgtype, log_time, message)
         bar.finish()
         counts["messages_read"] = read
         if statemap is None:

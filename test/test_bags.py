@@ -206,6 +206,19 @@ def test_only_standard_joint_states_take_the_layout_reader(tmp_path):
         assert not opened.standard("sensor_msgs/msg/JointState")
 
 
+@pytest.mark.parametrize("clock", ["header", "log"])
+def test_a_command_logged_before_the_first_state_still_applies_to_it(tmp_path, clock):
+    msgs = arm_messages(4)
+    first_command = next(i for i, (topic, _, _) in enumerate(msgs) if topic == "/joint_commands")
+    topic, _, message = msgs.pop(first_command)
+    msgs.insert(0, (topic, 1_000_000_000 - 50, message))  # a recorder took it before the state it answers
+    bag = write_bag(tmp_path / "bag", msgs)
+    summary = bag_to_log(bag, tmp_path / "out.sklog.npz", clock=clock)
+    assert summary.masked["tau"] == 0
+    log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
+    np.testing.assert_array_equal(log.channel("tau")[:, 0], np.arange(4))
+
+
 def test_control_characters_from_a_bag_reach_the_log_written_out(tmp_path):
     names = ["a\x00", "b\r"]  # a damaged or odd recording: joint names TOML cannot hold as they are
     msgs = [("/joint_states", 10 + k, joint_state(10 + k, names, [1.0, 2.0], [0.0, 0.0], [0.0, 0.0])) for k in range(3)]
