@@ -35,7 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.engine import ArmEngine
-from skelarm_ros.nodes.spinning import spin_until
+from skelarm_ros.nodes.spinning import spin_until, try_shutdown
 from skelarm_ros.scenario import load_arm
 
 MAX_CATCH_UP = 50  # steps per tick at most, so a stalled process does not integrate a long gap at once
@@ -114,7 +114,7 @@ def main() -> int:
     executor.add_node(node)
     spin_until(node, executor)  # ends cleanly on SIGINT / SIGTERM
     node.destroy_node()
-    rclpy.try_shutdown()
+    try_shutdown()
     return 0
 
 

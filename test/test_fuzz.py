@@ -529,6 +529,22 @@ def test_parameter_problem_names_the_parameter_and_the_fix() -> None:
     assert parameter_problem(other, "docs/x.md").startswith("a parameter is not valid (")
 
 
+def test_a_shutdown_a_signal_already_made_is_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rclpy
+
+    from skelarm_ros.nodes import spinning
+
+    def raced() -> None:
+        raise RuntimeError("failed to shutdown: rcl_shutdown already called on the given context")
+
+    monkeypatch.setattr(rclpy, "try_shutdown", raced)
+    monkeypatch.setattr(rclpy, "ok", lambda: False)  # the signal handler's shutdown landed in between
+    spinning.try_shutdown()
+    monkeypatch.setattr(rclpy, "ok", lambda: True)  # a context still up that cannot shut down is an error
+    with pytest.raises(RuntimeError, match="rcl_shutdown"):
+        spinning.try_shutdown()
+
+
 def test_damage_changes_the_file(tmp_path: Path) -> None:
     path = tmp_path / "x.bin"
     path.write_bytes(bytes(range(200)))

@@ -29,7 +29,7 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -357,13 +357,13 @@ def main(args: list[str] | None = None) -> int:
         node = ControllerNode()
     except (ScenarioError, ValueError) as error:
         rclpy.logging.get_logger("controller").fatal(f"controller cannot start: {error}")
-        rclpy.try_shutdown()
+        try_shutdown()
         return 1
     except ParameterException as error:
         rclpy.logging.get_logger("controller").fatal(
             f"controller cannot start: {parameter_problem(error, 'docs/controller.md')}"
         )
-        rclpy.try_shutdown()
+        try_shutdown()
         return 1
     try:
         # The EventsExecutor answers a state in a fraction of the single-threaded executor's time.
@@ -375,7 +375,7 @@ def main(args: list[str] | None = None) -> int:
         pass
     finally:
         node.destroy_node()
-        rclpy.try_shutdown()
+        try_shutdown()
     return 0
 
 

@@ -28,7 +28,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from skelarm_ros.conversions import BASE_FRAME, stamp_to_seconds
 from skelarm_ros.forces import HOLD, STEPPED, ForcePlayer, ForceSourceError, RecordedForce, load_force
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -264,7 +264,7 @@ def main(args: list[str] | None = None) -> int:
     finally:
         if node is not None:
             node.destroy_node()
-        rclpy.try_shutdown()
+        try_shutdown()
     return 0
 
 

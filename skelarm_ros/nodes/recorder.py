@@ -36,7 +36,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags import qos_profile
-from skelarm_ros.nodes.spinning import parameter_problem, spin_until
+from skelarm_ros.nodes.spinning import parameter_problem, spin_until, try_shutdown
 
 DEFAULT_TOPICS = [
     "joint_states",
@@ -196,7 +196,7 @@ def main(args: list[str] | None = None) -> int:
         if node is not None:
             node.close()
             node.destroy_node()
-        rclpy.try_shutdown()
+        try_shutdown()
     return code
 
 

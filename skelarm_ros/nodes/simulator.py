@@ -48,7 +48,7 @@ from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until
+from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import (
     COMMAND,
@@ -698,7 +698,7 @@ def main(args: list[str] | None = None) -> int:
     finally:
         if node is not None:
             node.destroy_node()
-        rclpy.try_shutdown()
+        try_shutdown()
 
 
 if __name__ == "__main__":

@@ -71,6 +71,22 @@ def parameter_problem(error: Exception, doc: str) -> str:
     return f"a parameter is not valid ({text}); see {doc} for the accepted values"
 
 
+def try_shutdown() -> None:
+    """Shut rclpy's default context down unless a signal's shutdown got there first.
+
+    rclpy's ``try_shutdown`` checks and shuts down in two steps; SIGINT's handler can
+    shut the context down in between, and the second shutdown then raises. A node's
+    exit must not turn that race into a traceback and exit code 1.
+    """
+    import rclpy
+
+    try:
+        rclpy.try_shutdown()
+    except RuntimeError:
+        if rclpy.ok():
+            raise
+
+
 def freeze_heap() -> None:
     """Collect once, then keep every object alive after start-up out of the cyclic garbage collector's walks.
 
