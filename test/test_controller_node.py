@@ -258,3 +258,56 @@ def test_channel_topics_exist_before_the_first_state(make_node, scenario, channe
     assert {f"/controller/{name}" for name in channels} <= topics
     before = copy.deepcopy(node.loop.controller.log_channels())
     assert before == {}  # the trial step ran on a copy: the controller itself has not run
+
+
+class _Logger:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(("info", text))
+
+    def warning(self, text):
+        self.lines.append(("warning", text))
+
+
+class _LoggingNode:
+    def __init__(self):
+        self.logger = _Logger()
+
+    def get_logger(self):
+        return self.logger
+
+
+def test_thread_priority_puts_every_thread_under_sched_fifo_or_says_why_not(monkeypatch):
+    import os
+
+    from skelarm_ros.nodes.spinning import set_thread_priority
+
+    calls = []
+    monkeypatch.setattr(os, "sched_setscheduler", lambda tid, policy, param: calls.append((tid, policy, param)))
+    node = _LoggingNode()
+    assert not set_thread_priority(node, 0) and calls == []  # 0: the scheduler is left alone
+    assert set_thread_priority(node, 50)
+    threads = {int(name) for name in os.listdir("/proc/self/task")}
+    assert {tid for tid, _, _ in calls} == threads
+    assert all(policy == os.SCHED_FIFO and param.sched_priority == 50 for _, policy, param in calls)
+    assert node.logger.lines[-1] == ("info", "every thread of this process runs under SCHED_FIFO priority 50")
+
+    def refuse(tid, policy, param):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    assert not set_thread_priority(node, 50)
+    level, text = node.logger.lines[-1]
+    assert level == "warning"
+    assert "thread_priority:=50 could not be set (Operation not permitted)" in text
+    assert "rtprio in /etc/security/limits.conf" in text and "running with normal scheduling" in text
+
+
+def test_thread_priority_is_declared_read_only_within_1_to_99(make_node):
+    node = make_node(thread_priority=10)
+    assert node.thread_priority == 10
+    descriptor = node.describe_parameter("thread_priority")
+    assert descriptor.read_only
+    assert (descriptor.integer_range[0].from_value, descriptor.integer_range[0].to_value) == (0, 99)

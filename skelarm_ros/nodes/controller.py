@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import rclpy
 from geometry_msgs.msg import PointStamped
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
@@ -29,7 +29,7 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
+from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError
 
 if TYPE_CHECKING:
@@ -117,6 +117,13 @@ class ControllerNode(Node):
         )
         self._publish_channels: bool = self._declare(
             "publish_channels", True, "publish the controller's channels on controller/<channel>"
+        )
+        self.thread_priority: int = self._declare(
+            "thread_priority",
+            0,
+            "SCHED_FIFO priority (1-99) for every thread of the process, if permitted; 0 leaves the scheduler alone",
+            read_only=True,
+            integer_range=[IntegerRange(from_value=0, to_value=99, step=1)],
         )
         self._min_readers: int = self._declare(
             "min_subscribers",
@@ -367,9 +374,7 @@ def main(args: list[str] | None = None) -> int:
         return 1
     try:
         # The EventsExecutor answers a state in a fraction of the single-threaded executor's time.
-        freeze_heap()  # no full collection of the start-up heap in the middle of the run
-        executor = events_executor()
-        executor.add_node(node)
+        executor = node_executor(node, node.thread_priority)
         spin_until(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

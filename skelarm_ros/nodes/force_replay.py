@@ -28,7 +28,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 
 from skelarm_ros.conversions import BASE_FRAME, stamp_to_seconds
 from skelarm_ros.forces import HOLD, STEPPED, ForcePlayer, ForceSourceError, RecordedForce, load_force
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
+from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -257,9 +257,7 @@ def main(args: list[str] | None = None) -> int:
         except ParameterException as error:
             rclpy.logging.get_logger(NODE_NAME).error(parameter_problem(error, "docs/force_replay.md"))
             return 1
-        freeze_heap()  # no full collection of the start-up heap in the middle of the run
-        executor = events_executor()  # in lockstep the simulator waits for each wrench: answer fast
-        executor.add_node(node)
+        executor = node_executor(node)  # the EventsExecutor: in lockstep the simulator waits for each wrench
         spin_until(node, executor)
     finally:
         if node is not None:

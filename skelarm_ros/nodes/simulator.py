@@ -48,7 +48,7 @@ from skelarm_ros.cdr import JointStateLayout, JointStateWriter
 from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
-from skelarm_ros.nodes.spinning import events_executor, freeze_heap, parameter_problem, spin_until, try_shutdown
+from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.simulation import (
     COMMAND,
@@ -100,6 +100,13 @@ def _full_name(namespace: str, name: str) -> str:
 def _descriptor(description: str, *, read_only: bool = False, low: float | None = None) -> ParameterDescriptor:
     ranges = [] if low is None else [FloatingPointRange(from_value=low, to_value=1e9, step=0.0)]
     return ParameterDescriptor(description=description, read_only=read_only, floating_point_range=ranges)
+
+
+def _count_descriptor(description: str, high: int) -> ParameterDescriptor:
+    """Return a read-only integer parameter descriptor for values from 0 to ``high``."""
+    return ParameterDescriptor(
+        description=description, read_only=True, integer_range=[IntegerRange(from_value=0, to_value=high, step=1)]
+    )
 
 
 class SimulatorNode(Node):
@@ -191,11 +198,10 @@ class SimulatorNode(Node):
             declare(
                 "min_subscribers",
                 0,
-                ParameterDescriptor(
-                    description="joint_states readers to wait for before step 0 (controller, recorder, ...); "
+                _count_descriptor(
+                    "joint_states readers to wait for before step 0 (controller, recorder, ...); "
                     "lockstep waits for at least one",
-                    read_only=True,
-                    integer_range=[IntegerRange(from_value=0, to_value=1000, step=1)],
+                    1000,
                 ),
             ).value
         )
@@ -206,6 +212,17 @@ class SimulatorNode(Node):
                 _descriptor(
                     "realtime: publish step 0 only once a controller publishes commands (lockstep always waits)",
                     read_only=True,
+                ),
+            ).value
+        )
+        self.thread_priority = int(
+            declare(
+                "thread_priority",
+                0,
+                _count_descriptor(
+                    "SCHED_FIFO priority (1-99) for every thread of the process, if permitted; "
+                    "0 leaves the scheduler alone",
+                    99,
                 ),
             ).value
         )
@@ -677,9 +694,7 @@ def main(args: list[str] | None = None) -> int:
         except ParameterException as error:
             rclpy.logging.get_logger(NODE_NAME).error(parameter_problem(error, "docs/simulator.md"))
             return 1
-        freeze_heap()  # no full collection of the start-up heap in the middle of the run
-        executor = events_executor()
-        executor.add_node(node)
+        executor = node_executor(node, node.thread_priority)
         if not spin_until(node, executor, node.finished):
             summary = node.run_summary()
             node.destroy_node()  # first, so the line below goes to the console only (the context is shut down)

@@ -14,6 +14,7 @@ SIGINT or SIGTERM shut the context down (rclpy's signal handler does that).
 from __future__ import annotations
 
 import gc
+import os
 import re
 import time
 from typing import TYPE_CHECKING
@@ -87,6 +88,45 @@ def try_shutdown() -> None:
             raise
 
 
+def set_thread_priority(node: Node, priority: int) -> bool:
+    """Run every thread of this process (Python's, the executor's, DDS's) under SCHED_FIFO at ``priority``.
+
+    The ``thread_priority`` parameter of the simulator and the controller, as
+    ros2_control's controller manager offers it: 0 leaves the scheduler alone; 1-99
+    needs the right to real-time priorities (``rtprio`` in
+    ``/etc/security/limits.conf``, or ``CAP_SYS_NICE``). Without it the node says so
+    once and runs with normal scheduling. Call it after the executor is built, so
+    its threads exist.
+
+    Returns
+    -------
+    bool
+        Whether the priority was set.
+    """
+    if priority == 0:
+        return False
+    logger = node.get_logger()
+    if not hasattr(os, "sched_setscheduler"):
+        logger.warning(f"thread_priority:={priority} asks for SCHED_FIFO, which this system does not offer; ignored")
+        return False
+    threads = [int(name) for name in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
+    try:
+        for thread in threads:
+            try:
+                os.sched_setscheduler(thread, os.SCHED_FIFO, os.sched_param(priority))
+            except ProcessLookupError:
+                continue  # a thread that ended meanwhile
+    except PermissionError as error:
+        logger.warning(
+            f"thread_priority:={priority} could not be set ({error.strerror}); give this user real-time "
+            "priorities (rtprio in /etc/security/limits.conf, or CAP_SYS_NICE) or leave thread_priority at 0; "
+            "running with normal scheduling"
+        )
+        return False
+    logger.info(f"every thread of this process runs under SCHED_FIFO priority {priority}")
+    return True
+
+
 def freeze_heap() -> None:
     """Collect once, then keep every object alive after start-up out of the cyclic garbage collector's walks.
 
@@ -97,6 +137,28 @@ def freeze_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+
+
+def node_executor(node: Node, thread_priority: int = 0) -> Executor:
+    """Get a node's process ready to spin: freeze the start-up heap, build its EventsExecutor, set the priority.
+
+    Parameters
+    ----------
+    node : Node
+        The node, fully built.
+    thread_priority : int, optional
+        The node's ``thread_priority`` (see :func:`set_thread_priority`); 0 leaves the scheduler alone.
+
+    Returns
+    -------
+    Executor
+        An EventsExecutor with the node added, for :func:`spin_until`.
+    """
+    freeze_heap()  # no full collection of the start-up heap in the middle of the run
+    executor = events_executor()
+    executor.add_node(node)
+    set_thread_priority(node, thread_priority)  # after the executor, so its threads exist
+    return executor
 
 
 def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bool:
