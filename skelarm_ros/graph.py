@@ -167,6 +167,12 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "joint_states readers outside the graph (a plotting tool, a test probe) the simulator waits for "
             "before step 0, so that they see the whole run",
         ),
+        LaunchArgument(
+            "thread_priority",
+            "0",
+            "SCHED_FIFO priority (1-99) for the simulator's and the controller's threads, where the user may; "
+            "0 for normal scheduling",
+        ),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
         LaunchArgument(
             "rviz",
@@ -345,6 +351,10 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
             ends_graph=ends_graph,
         )
 
+    priority = _count(values["thread_priority"], "thread_priority")
+    if priority > 99:
+        msg = f"thread_priority '{values['thread_priority']}' must be 0 (normal scheduling) or a priority from 1 to 99"
+        raise GraphError(msg)
     specs: list[NodeSpec] = []
     if simulate:
         specs.append(
@@ -362,13 +372,18 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
                     + int(bool(values["record"]))
                     + _count(values["extra_readers"], "extra_readers"),
                     "wait_for_controller": _flag(values, "controller"),
+                    "thread_priority": priority,
                     **naming,
                 },
                 ends_graph=duration > 0.0,
             )
         )
     if _flag(values, "controller"):
-        controller: dict[str, ParameterValue] = {"scenario": scenario_path, "command_interface": command_interface}
+        controller: dict[str, ParameterValue] = {
+            "scenario": scenario_path,
+            "command_interface": command_interface,
+            "thread_priority": priority,
+        }
         if simulate:
             # Its first command waits for the simulator's and the recorder's readers, its channels for the
             # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)

@@ -54,6 +54,7 @@ def test_every_argument_has_a_default_and_a_description():
         "joint_names",
         "command_joints",
         "extra_readers",
+        "thread_priority",
         "use_sim_time",
         "rviz",
     ]
@@ -160,6 +161,9 @@ def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
     recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
     assert recorded["simulator"].parameters["min_subscribers"] == 2
     assert by_executable({"extra_readers": "2"})["simulator"].parameters["min_subscribers"] == 3
+    prioritised = by_executable({"thread_priority": "50"})
+    assert prioritised["simulator"].parameters["thread_priority"] == 50
+    assert prioritised["controller"].parameters["thread_priority"] == 50
 
 
 def test_use_sim_time_reaches_every_node():
@@ -185,6 +189,7 @@ def test_use_sim_time_reaches_every_node():
         ({"hardware": "none", "mode": "lockstep"}, "mode 'lockstep' needs hardware:=sim"),
         ({"hardware": "none", "duration": "3"}, "duration needs hardware:=sim"),
         ({"extra_readers": "-1"}, "extra_readers '-1' must be a whole number"),
+        ({"thread_priority": "100"}, "thread_priority '100' must be 0 (normal scheduling) or a priority from 1 to 99"),
         ({"joint_names": "a"}, "joint_names 'a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
