@@ -425,15 +425,27 @@ def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
         node.destroy_node()
 
 
+def ticked_before_start(
+    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch, **parameters: Any
+) -> tuple[SimulatorNode, Recorded]:
+    """A realtime simulator with a start condition (no settling time), ticked twice while it is not met."""
+    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
+    node = make(context, **parameters)
+    try:
+        recorded = Recorded(node)
+        node.tick()
+        node.tick()
+    except BaseException:
+        node.destroy_node()
+        raise
+    return node, recorded
+
+
 def test_realtime_waits_for_min_subscribers_before_step_zero(
     context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
-    node = make(context, min_subscribers=1)
-    recorded = Recorded(node)
+    node, recorded = ticked_before_start(context, monkeypatch, min_subscribers=1)
     try:
-        node.tick()
-        node.tick()
         assert recorded.states == []  # nobody reads joint_states yet
         node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
         node.tick()  # ready: the start condition must hold once more (settle) before step 0
@@ -447,12 +459,8 @@ def test_realtime_waits_for_min_subscribers_before_step_zero(
 def test_realtime_can_wait_for_a_controller_before_step_zero(
     context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
-    node = make(context, wait_for_controller=True)
-    recorded = Recorded(node)
+    node, recorded = ticked_before_start(context, monkeypatch, wait_for_controller=True)
     try:
-        node.tick()
-        node.tick()
         assert recorded.states == []  # no command publisher yet
         node.command_sub.get_publisher_count = lambda: 1  # type: ignore[method-assign]
         node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
