@@ -272,11 +272,10 @@ class ControllerNode(Node):
                 f"(a new target, or time went back); controller reset ({self.loop.restarts} restarts so far)"
             )
         command = self._command(output, sec, nanosec)
-        holding = self._held is not None
-        channels = self._channel_messages(output, sec, nanosec, holding) if self._publish_channels else []
-        if holding:
-            assert self._held is not None
-            self._held.append((command, channels))
+        held = self._held
+        channels = self._channel_messages(output, sec, nanosec, held is not None) if self._publish_channels else []
+        if held is not None:
+            held.append((command, channels))
             self._release_held()
             return
         self._command_pub.publish(command)
