@@ -37,7 +37,7 @@ from skelarm.recording import dump_toml
 from skelarm_ros import __version__
 from skelarm_ros.bags import Bag, BagError, open_bag, printable
 from skelarm_ros.cdr import JointStateLayout
-from skelarm_ros.conversions import NANOSECONDS, default_joint_names
+from skelarm_ros.interface import NANOSECONDS, default_joint_names
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.urdf import URDFError, skeleton_from_urdf
 
@@ -54,7 +54,7 @@ STRING = "std_msgs/msg/String"
 COMMAND_TOPICS = ("joint_commands", "effort_controller/commands")  # auto-detected, in this order
 WRENCH_TOPIC = "tip_wrench"
 CONTROLLER_PREFIX = "controller/"
-POINT_CHANNELS = ("endpoint", "equilibrium", "apparent_initial")
+
 CLOCKS = ("header", "log")
 PROGRESS_MIN_MESSAGES = 5000
 EARLY_COMMANDS = 1000  # commands logged before the first state that are kept for it (the newest)

@@ -37,8 +37,9 @@ from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointP
 from skelarm.mpc import JointSpaceMPC
 from skelarm.reaching import EndpointController
 
-from skelarm_ros.conversions import NANOSECONDS, NameOrder, Rejected, check_joint_names
+from skelarm_ros.conversions import NameOrder, Rejected
 from skelarm_ros.engine import ArmEngine, set_joints, sync_skeleton
+from skelarm_ros.interface import NANOSECONDS, POINT_CHANNELS, check_joint_names
 from skelarm_ros.scenario import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ if TYPE_CHECKING:
 
 PLUGIN_GROUP = "skelarm_ros.controllers"
 TIME_REVERSAL_MODES = ("reset", "reject")
-# Channels that are a point (x, y) in ``base``; every other channel is per joint or scalar.
-POINT_CHANNELS = frozenset({"endpoint", "equilibrium", "apparent_initial"})
 _TARGET_PLANE_TOLERANCE = 1e-9  # |z| accepted as "in the plane" for a target point (m)
 
 

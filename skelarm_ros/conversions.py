@@ -18,57 +18,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from skelarm_ros.interface import BASE_FRAME
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from numpy.typing import NDArray
 
-NANOSECONDS = 1_000_000_000
-BASE_FRAME = "base"
-
 
 class Rejected(ValueError):
     """A message that is not applied; the message says why and what is expected."""
-
-
-def default_joint_names(num_joints: int) -> list[str]:
-    """Return skelarm's joint names ``j1 ... jN`` (the columns of its logs)."""
-    return [f"j{i + 1}" for i in range(num_joints)]
-
-
-def check_joint_names(names: Sequence[str], num_joints: int) -> list[str]:
-    """Validate a ``joint_names`` parameter: empty for the default, else one unique name per joint.
-
-    Raises
-    ------
-    ValueError
-        If the count is wrong, a name is empty, or a name repeats.
-    """
-    if len(names) == 0:
-        return default_joint_names(num_joints)
-    if len(names) != num_joints:
-        msg = f"joint_names has {len(names)} names but the arm has {num_joints} joints; give one name per joint"
-        raise ValueError(msg)
-    if any(not name for name in names) or len(set(names)) != len(names):
-        msg = f"joint_names must be {num_joints} distinct non-empty names, got {list(names)}"
-        raise ValueError(msg)
-    return list(names)
-
-
-def seconds_to_stamp(t: float) -> tuple[int, int]:
-    """Split a time in seconds into ``(sec, nanosec)``, rounded to the nearest nanosecond."""
-    total = round(t * NANOSECONDS)
-    return total // NANOSECONDS, total % NANOSECONDS
-
-
-def stamp_to_seconds(sec: int, nanosec: int) -> float:
-    """Join a ``(sec, nanosec)`` stamp into seconds."""
-    return sec + nanosec * 1e-9
-
-
-def stamp_to_nanoseconds(sec: int, nanosec: int) -> int:
-    """Join a ``(sec, nanosec)`` stamp into integer nanoseconds (exact, for pairing stamps)."""
-    return sec * NANOSECONDS + nanosec
 
 
 def effort_array(values: Sequence[float], num_joints: int, what: str = "effort command") -> NDArray[np.float64]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skelarm_ros.conversions import BASE_FRAME, default_joint_names
+from skelarm_ros.interface import BASE_FRAME, default_joint_names
 from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.urdf import skeleton_to_urdf
 

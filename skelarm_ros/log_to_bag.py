@@ -33,9 +33,8 @@ import skelarm
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from skelarm_ros.bag_to_log import POINT_CHANNELS
 from skelarm_ros.bags import qos_profile
-from skelarm_ros.conversions import NANOSECONDS, default_joint_names
+from skelarm_ros.interface import NANOSECONDS, POINT_CHANNELS, default_joint_names
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:

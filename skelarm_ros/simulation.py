@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skelarm_ros.conversions import (
-    NANOSECONDS,
-    NameOrder,
-    Rejected,
+from skelarm_ros.conversions import NameOrder, Rejected, effort_array, planar_force
+from skelarm_ros.engine import ArmEngine, NonFiniteStateError
+from skelarm_ros.interface import (
+    check_effort_limits,
     check_joint_names,
-    effort_array,
-    planar_force,
+    check_non_negative,
+    check_positive,
+    seconds_to_nanoseconds,
     seconds_to_stamp,
 )
-from skelarm_ros.engine import ArmEngine, NonFiniteStateError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -40,9 +40,6 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from skelarm_ros.scenario import ArmSetup
-
-MODES = ("realtime", "lockstep")
-COMMAND_INTERFACES = ("commands", "joint_commands")
 
 # Kinds of rejected or ignored messages, as counted and reported.
 COMMAND = "command"
@@ -53,94 +50,6 @@ STALE_WRENCH = "stale tip wrench"
 # What a command-hold update reports to the node (at most once per change).
 LAPSED = "lapsed"
 RESUMED = "resumed"
-
-
-def check_mode(mode: str, command_interface: str) -> None:
-    """Check the ``mode`` and ``command_interface`` parameters together.
-
-    Raises
-    ------
-    ValueError
-        On an unknown value, or lockstep without ``joint_commands`` (lockstep pairs a
-        command with its state by stamp, and only ``joint_commands`` carries one).
-    """
-    if mode not in MODES:
-        msg = f"mode '{mode}' is unknown; choose one of {list(MODES)}"
-        raise ValueError(msg)
-    if command_interface not in COMMAND_INTERFACES:
-        msg = f"command_interface '{command_interface}' is unknown; choose one of {list(COMMAND_INTERFACES)}"
-        raise ValueError(msg)
-    if mode == "lockstep" and command_interface != "joint_commands":
-        msg = (
-            "mode 'lockstep' needs stamped commands; set command_interface:=joint_commands "
-            "(sensor_msgs/JointState on joint_commands, stamped with the state it answers)"
-        )
-        raise ValueError(msg)
-
-
-def check_effort_limits(values: Sequence[float], num_joints: int) -> NDArray[np.float64] | None:
-    """Validate an ``effort_limits`` parameter: empty for none, else one positive limit per joint.
-
-    Returns
-    -------
-    NDArray[np.float64] | None
-        The limits (N*m), or ``None`` for no clamping.
-
-    Raises
-    ------
-    ValueError
-        On a wrong count or a limit that is not a positive number.
-    """
-    if len(values) == 0:
-        return None
-    limits = np.asarray(values, dtype=np.float64).reshape(-1)
-    if limits.size != num_joints:
-        msg = (
-            f"effort_limits has {limits.size} values but the arm has {num_joints} joints; "
-            "give one limit per joint or none"
-        )
-        raise ValueError(msg)
-    if not (np.all(limits > 0.0) and not np.isnan(limits).any()):
-        msg = f"effort_limits must be positive (N*m; inf for no limit), got {limits.tolist()}"
-        raise ValueError(msg)
-    return limits
-
-
-def _check_number(name: str, value: float, unit: str, *, zero: bool) -> float:
-    number = float(value)
-    if not (math.isfinite(number) and (number > 0.0 or (zero and number == 0.0))):
-        what = "zero or a positive number" if zero else "a positive number"
-        msg = f"{name} must be {what} ({unit}), got {value!r}"
-        raise ValueError(msg)
-    return number
-
-
-def check_positive(name: str, value: float, unit: str = "s") -> float:
-    """Check that a parameter is a positive finite number and return it as float.
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter and the value.
-    """
-    return _check_number(name, value, unit, zero=False)
-
-
-def check_non_negative(name: str, value: float, unit: str = "s") -> float:
-    """Check that a parameter is a finite number >= 0 and return it as float.
-
-    Raises
-    ------
-    ValueError
-        Naming the parameter and the value.
-    """
-    return _check_number(name, value, unit, zero=True)
-
-
-def stamp_nanoseconds(t: float) -> int:
-    """Return the stamp of simulated time ``t`` in integer nanoseconds, as published."""
-    sec, nanosec = seconds_to_stamp(t)
-    return sec * NANOSECONDS + nanosec
 
 
 class Simulation:
@@ -201,7 +110,8 @@ class Simulation:
         self._dq0 = self.engine.dq.copy()
         self.num_joints = num_joints
         self.command_timeout = check_positive("command_timeout", command_timeout)
-        self.effort_limits = check_effort_limits(effort_limits, num_joints)
+        limits = check_effort_limits(effort_limits, num_joints)
+        self.effort_limits = None if limits is None else np.array(limits)
         self.wrench_tolerance = check_non_negative("wrench_tolerance", wrench_tolerance, "N or N*m")
         self.rejected: Counter[str] = Counter()
         self.paused = False
@@ -236,7 +146,7 @@ class Simulation:
 
     def stamp_ns(self) -> int:
         """Stamp of the present state in integer nanoseconds."""
-        return stamp_nanoseconds(self.engine.t)
+        return seconds_to_nanoseconds(self.engine.t)
 
     def tip(self) -> NDArray[np.float64]:
         """Tip position ``(x, y)`` in ``base`` (m) at the present state."""

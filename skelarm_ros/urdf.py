@@ -21,7 +21,7 @@ from xml.sax.saxutils import quoteattr
 
 from skelarm import LinkProp, Skeleton
 
-from skelarm_ros.conversions import BASE_FRAME
+from skelarm_ros.interface import BASE_FRAME
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

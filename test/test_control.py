@@ -28,8 +28,9 @@ from skelarm_ros.control import (
     has_fast_model,
     with_fast_model,
 )
-from skelarm_ros.conversions import NANOSECONDS, Rejected, seconds_to_stamp
+from skelarm_ros.conversions import Rejected
 from skelarm_ros.engine import ArmEngine, run_controlled, sync_skeleton
+from skelarm_ros.interface import NANOSECONDS, seconds_to_stamp
 from skelarm_ros.scenario import ScenarioError, load_scenario, resolve_scenario
 
 TOLERANCE = 1e-9

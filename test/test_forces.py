@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skelarm import StateLog
 
-from skelarm_ros.conversions import seconds_to_stamp, stamp_to_seconds
 from skelarm_ros.engine import ArmEngine, run_controlled
 from skelarm_ros.forces import ForcePlayer, ForceSourceError, RecordedForce, load_force
+from skelarm_ros.interface import seconds_to_stamp, stamp_to_seconds
 from skelarm_ros.scenario import load_arm, load_scenario
 
 # Two scripted pushes on the reach scenario: (begin, end, (fx, fy)).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
-from skelarm_ros.conversions import BASE_FRAME
+from skelarm_ros.interface import BASE_FRAME
 from skelarm_ros.markers import ArmGeometry, scene
 from skelarm_ros.scenario import share_directory
 

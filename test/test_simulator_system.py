@@ -112,13 +112,13 @@ def offline_engine():
 
 
 def offline_pd_run(steps: int) -> list[tuple[int, list[float], list[float]]]:
-    from skelarm_ros.simulation import stamp_nanoseconds
+    from skelarm_ros.interface import seconds_to_nanoseconds
 
     engine = offline_engine()
-    states = [(stamp_nanoseconds(engine.t), engine.q.tolist(), engine.dq.tolist())]
+    states = [(seconds_to_nanoseconds(engine.t), engine.q.tolist(), engine.dq.tolist())]
     for _ in range(steps):
         engine.step(np.array(pd(engine.q.tolist(), engine.dq.tolist())))
-        states.append((stamp_nanoseconds(engine.t), engine.q.tolist(), engine.dq.tolist()))
+        states.append((seconds_to_nanoseconds(engine.t), engine.q.tolist(), engine.dq.tolist()))
     return states
 
 

@@ -12,8 +12,8 @@ import skelarm
 from conftest import SCENARIOS, random_arm
 from urdf_parser_py.urdf import URDF, Box
 
-from skelarm_ros.conversions import default_joint_names
 from skelarm_ros.engine import build_model
+from skelarm_ros.interface import default_joint_names
 from skelarm_ros.scenario import load_arm
 from skelarm_ros.urdf import DEFAULT_EFFORT_LIMIT, LINK_WIDTH, link_names, skeleton_to_urdf
 

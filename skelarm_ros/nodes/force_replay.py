@@ -26,8 +26,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from skelarm_ros.conversions import BASE_FRAME, stamp_to_seconds
 from skelarm_ros.forces import HOLD, STEPPED, ForcePlayer, ForceSourceError, RecordedForce, load_force
+from skelarm_ros.interface import BASE_FRAME, stamp_to_seconds
 from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
 from skelarm_ros.scenario import ScenarioError, load_arm
 

@@ -30,7 +30,7 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from skelarm_ros.conversions import BASE_FRAME
+from skelarm_ros.interface import BASE_FRAME
 from skelarm_ros.markers import MarkerKind, MarkerStyle, equilibrium_shape, scene
 
 if TYPE_CHECKING:

@@ -45,7 +45,15 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
-from skelarm_ros.conversions import BASE_FRAME, Rejected, stamp_to_nanoseconds
+from skelarm_ros.conversions import Rejected
+from skelarm_ros.interface import (
+    BASE_FRAME,
+    check_effort_limits,
+    check_mode,
+    check_non_negative,
+    check_positive,
+    stamp_to_nanoseconds,
+)
 from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
 from skelarm_ros.nodes.marker_msgs import arm_markers
 from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
@@ -59,10 +67,6 @@ from skelarm_ros.simulation import (
     WRENCH,
     LockstepPairing,
     Simulation,
-    check_effort_limits,
-    check_mode,
-    check_non_negative,
-    check_positive,
     lockstep_missing,
 )
 from skelarm_ros.urdf import skeleton_to_urdf

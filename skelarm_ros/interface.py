@@ -1,0 +1,274 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The interface contract in one place: names, types, modes, and the checks every part shares.
+
+Topic and service names (relative, so a namespace moves a whole arm graph),
+message type names, controller channels, command interfaces and simulator modes
+live here, and so do the checks of values that several nodes, tools and the
+launch description accept (seconds, effort limits, joint name lists, stamps), each
+with one wording. docs/interfaces.md is the prose of this module.
+
+This module imports neither rclpy nor numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# -- topics and services (relative names) -----------------------------------------------------------
+
+JOINT_STATES = "joint_states"
+EFFORT_COMMANDS = "effort_controller/commands"
+JOINT_COMMANDS = "joint_commands"
+TIP_WRENCH = "tip_wrench"
+TIP = "tip"
+TARGET = "target"
+ROBOT_DESCRIPTION = "robot_description"
+MARKERS = "markers"
+CLOCK = "/clock"
+CONTROLLER_NAMESPACE = "controller"
+RESET_SERVICE = "simulator/reset"
+PAUSE_SERVICE = "simulator/pause"
+
+# -- message types, as rosbag2 and the graph name them ------------------------------------------------
+
+JOINT_STATE_TYPE = "sensor_msgs/msg/JointState"
+FLOAT_ARRAY_TYPE = "std_msgs/msg/Float64MultiArray"
+WRENCH_TYPE = "geometry_msgs/msg/WrenchStamped"
+POINT_TYPE = "geometry_msgs/msg/PointStamped"
+STRING_TYPE = "std_msgs/msg/String"
+CLOCK_TYPE = "rosgraph_msgs/msg/Clock"
+MARKER_ARRAY_TYPE = "visualization_msgs/msg/MarkerArray"
+
+# -- frames, units --------------------------------------------------------------------------------------
+
+BASE_FRAME = "base"
+NANOSECONDS = 1_000_000_000
+
+# -- commands -------------------------------------------------------------------------------------------
+
+COMMANDS = "commands"
+"""``command_interface`` value: ``std_msgs/Float64MultiArray`` on :data:`EFFORT_COMMANDS` (ros2_control)."""
+COMMAND_INTERFACES = (COMMANDS, JOINT_COMMANDS)
+COMMAND_TOPICS = {COMMANDS: EFFORT_COMMANDS, JOINT_COMMANDS: JOINT_COMMANDS}
+"""The topic each command interface publishes on."""
+
+# -- simulator modes ------------------------------------------------------------------------------------
+
+REALTIME = "realtime"
+LOCKSTEP = "lockstep"
+MODES = (REALTIME, LOCKSTEP)
+
+# -- controller channels --------------------------------------------------------------------------------
+
+POINT_CHANNELS = frozenset({"endpoint", "equilibrium", "apparent_initial"})
+"""Channels that are a point ``(x, y)`` in :data:`BASE_FRAME` (``geometry_msgs/PointStamped``).
+
+Every other channel is per joint or scalar (``sensor_msgs/JointState``, values in ``position``)."""
+
+ARM_TOPICS = (JOINT_STATES, JOINT_COMMANDS, EFFORT_COMMANDS, TIP_WRENCH, TIP, TARGET, ROBOT_DESCRIPTION)
+"""The arm graph's topics a recording keeps (besides every ``controller/<channel>``)."""
+
+
+def channel_topic(channel: str) -> str:
+    """Return the topic of a controller channel: ``controller/<channel>``."""
+    return f"{CONTROLLER_NAMESPACE}/{channel}"
+
+
+def channel_of(topic: str) -> str | None:
+    """Return the channel a ``[.../]controller/<channel>`` topic carries, or ``None`` for another topic."""
+    parts = topic.rsplit("/", 2)
+    if len(parts) >= 2 and parts[-2] == CONTROLLER_NAMESPACE and parts[-1]:
+        return parts[-1]
+    return None
+
+
+def sibling(topic: str, name: str) -> str:
+    """Return ``name`` in the namespace of ``topic`` (``/arm1/joint_states`` -> ``/arm1/<name>``)."""
+    return topic.rsplit("/", 1)[0] + "/" + name
+
+
+# -- checks, one wording each ---------------------------------------------------------------------------
+
+
+def _number(name: str, value: object, unit: str, *, zero: bool) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and (number > 0.0 or (zero and number == 0.0))):
+        what = "zero or a positive number" if zero else "a positive number"
+        msg = f"{name} must be {what} ({unit}), got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
+def check_positive(name: str, value: object, unit: str = "s") -> float:
+    """Return ``value`` as a float after checking it is a positive finite number.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name, for the sentence.
+    value : object
+        The value given.
+    unit : str, optional
+        Its unit, for the sentence (seconds unless said).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be a positive number (<unit>), got <value>"``.
+    """
+    return _number(name, value, unit, zero=False)
+
+
+def check_non_negative(name: str, value: object, unit: str = "s") -> float:
+    """Return ``value`` as a float after checking it is a finite number >= 0.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be zero or a positive number (<unit>), got <value>"``.
+    """
+    return _number(name, value, unit, zero=True)
+
+
+def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    """Return ``value`` after checking it is one of ``choices`` (exactly, case included).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> '<value>' is not one of <choices>"``.
+    """
+    if value not in choices:
+        msg = f"{name} '{value}' is not one of {', '.join(choices)}"
+        raise ValueError(msg)
+    return value
+
+
+def check_effort_limits(values: Sequence[float], num_joints: int) -> list[float] | None:
+    """Validate an ``effort_limits`` value: empty for none, else one positive limit per joint.
+
+    Parameters
+    ----------
+    values : Sequence[float]
+        The limits (N*m); ``inf`` for a joint without a limit.
+    num_joints : int
+        The arm's joints.
+
+    Returns
+    -------
+    list[float] | None
+        The limits, or ``None`` for no clamping.
+
+    Raises
+    ------
+    ValueError
+        On a wrong count or a limit that is not a positive number.
+    """
+    limits = [float(value) for value in values]
+    if not limits:
+        return None
+    if len(limits) != num_joints:
+        msg = (
+            f"effort_limits has {len(limits)} values but the arm has {num_joints} joints; "
+            "give one limit per joint or none"
+        )
+        raise ValueError(msg)
+    if not all(limit > 0.0 for limit in limits):  # also false for NaN
+        msg = f"effort_limits must be positive (N*m; inf for no limit), got {limits}"
+        raise ValueError(msg)
+    return limits
+
+
+def default_joint_names(num_joints: int) -> list[str]:
+    """Return skelarm's joint names ``j1 ... jN`` (the columns of its logs)."""
+    return [f"j{i + 1}" for i in range(num_joints)]
+
+
+def check_joint_names(names: Sequence[str], num_joints: int, what: str = "joint_names") -> list[str]:
+    """Validate a list of joint names: empty for ``j1 ... jN``, else one distinct non-empty name per joint.
+
+    Parameters
+    ----------
+    names : Sequence[str]
+        The names given.
+    num_joints : int
+        The arm's joints.
+    what : str, optional
+        The parameter or argument's name, for the sentence.
+
+    Raises
+    ------
+    ValueError
+        If the count is wrong, a name is empty, or a name repeats.
+    """
+    if len(names) == 0:
+        return default_joint_names(num_joints)
+    if len(names) != num_joints:
+        msg = f"{what} has {len(names)} names but the arm has {num_joints} joints; give one name per joint"
+        raise ValueError(msg)
+    if any(not name for name in names) or len(set(names)) != len(names):
+        msg = f"{what} must be {num_joints} distinct non-empty names, got {list(names)}"
+        raise ValueError(msg)
+    return list(names)
+
+
+def check_mode(mode: str, command_interface: str) -> None:
+    """Check the simulator's ``mode`` and ``command_interface`` together.
+
+    Raises
+    ------
+    ValueError
+        On an unknown value, or lockstep without ``joint_commands`` (lockstep pairs a
+        command with its state by stamp, and only ``joint_commands`` carries one).
+    """
+    check_choice("mode", mode, MODES)
+    check_choice("command_interface", command_interface, COMMAND_INTERFACES)
+    if mode == LOCKSTEP and command_interface != JOINT_COMMANDS:
+        msg = (
+            f"mode '{LOCKSTEP}' needs stamped commands; set command_interface:={JOINT_COMMANDS} "
+            f"(sensor_msgs/JointState on {JOINT_COMMANDS}, stamped with the state it answers)"
+        )
+        raise ValueError(msg)
+
+
+# -- stamps -----------------------------------------------------------------------------------------------
+
+
+def seconds_to_stamp(t: float) -> tuple[int, int]:
+    """Split a time in seconds into ``(sec, nanosec)``, rounded to the nearest nanosecond."""
+    return nanoseconds_to_stamp(round(t * NANOSECONDS))
+
+
+def seconds_to_nanoseconds(t: float) -> int:
+    """Return time ``t`` (seconds) in integer nanoseconds, rounded as a published stamp is."""
+    return round(t * NANOSECONDS)
+
+
+def nanoseconds_to_stamp(ns: int) -> tuple[int, int]:
+    """Split integer nanoseconds into ``(sec, nanosec)``."""
+    return ns // NANOSECONDS, ns % NANOSECONDS
+
+
+def stamp_to_seconds(sec: int, nanosec: int) -> float:
+    """Join a ``(sec, nanosec)`` stamp into seconds."""
+    return sec + nanosec * 1e-9
+
+
+def stamp_to_nanoseconds(sec: int, nanosec: int) -> int:
+    """Join a ``(sec, nanosec)`` stamp into integer nanoseconds (exact, for pairing stamps)."""
+    return int(sec) * NANOSECONDS + int(nanosec)
+
+
+def stamp_text(ns: int) -> str:
+    """Return a stamp in nanoseconds as ``'<sec>.<nanosec> s'`` (nine digits), as log lines show it."""
+    sec, nanosec = nanoseconds_to_stamp(ns)
+    return f"{sec}.{nanosec:09d} s"
