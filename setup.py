@@ -6,15 +6,9 @@ from setuptools import find_packages, setup
 
 package_name = "skelarm_ros"
 
-# Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them.
-EXECUTABLES = {
-    "simulator": "skelarm_ros.nodes.simulator:main",
-    "controller": "skelarm_ros.nodes.controller:main",
-    "force_replay": "skelarm_ros.nodes.force_replay:main",
-    "recorder": "skelarm_ros.nodes.recorder:main",
-    "bag_to_log": "skelarm_ros.bag_to_log:main",
-    "log_to_bag": "skelarm_ros.log_to_bag:main",
-}
+# Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them: each enters through
+# skelarm_ros.startup (which imports nothing heavy, so a signal during start-up ends it quietly).
+from skelarm_ros.startup import EXECUTABLES  # noqa: E402 - the one list of executables
 
 setup(
     name=package_name,
@@ -40,7 +34,7 @@ setup(
     python_requires=">=3.12",
     entry_points={
         "console_scripts": [
-            *(f"{name} = {target}" for name, target in EXECUTABLES.items()),
+            *(f"{name} = skelarm_ros.startup:{name}" for name in EXECUTABLES),
             "skelarm-ros = skelarm_ros.cli:main",
         ],
     },

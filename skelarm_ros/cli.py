@@ -11,34 +11,35 @@ when used.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from importlib.metadata import entry_points
+
+from skelarm_ros.startup import EXECUTABLES, NODE_STOPPED, TOOL_INTERRUPTED, load, quiet_start, run_tool, start
 
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
-    "demo": ("skelarm_ros.demo:main", "run the simulator headless for a few seconds and show what it publishes"),
+    "demo": ("skelarm_ros.demo:main", "run the demo: a lockstep reach with a push, recorded, converted and plotted"),
     "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
     "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
 }
+LONG_RUNNING = ("launch",)
+"""Commands a signal is the normal way to stop (exit 0 then); the others are one-shot tools."""
 
 
 def executables() -> dict[str, str]:
-    """Return the package's executables (``ros2 run`` names) and their entry points."""
-    found = {}
-    for entry in entry_points(group="console_scripts"):
-        if entry.value.startswith("skelarm_ros.") and entry.name != "skelarm-ros":
-            found[entry.name] = entry.value
-    return dict(sorted(found.items()))
+    """Return the package's executables (``ros2 run`` names) and the ``main`` each runs."""
+    return dict(sorted(EXECUTABLES.items()))
 
 
-def _call(target: str, prog: str, argv: list[str]) -> int:
-    """Import ``module:function`` and call it as its own program, with ``sys.argv`` set."""
-    module_name, function_name = target.split(":")
-    function = getattr(importlib.import_module(module_name), function_name)
-    sys.argv = [prog, *argv]
-    return int(function() or 0)
+def _call(command: str, argv: list[str]) -> int:
+    """Run a subcommand as its own program, with ``sys.argv`` set; a signal ends it quietly."""
+    long_running = command in LONG_RUNNING
+    with quiet_start(NODE_STOPPED if long_running else TOOL_INTERRUPTED):
+        function = load(COMMANDS[command][0])
+        sys.argv = [f"skelarm-ros {command}", *argv]
+        if long_running:
+            return int(function() or 0)  # it takes the signals over itself
+        return run_tool(function, f"skelarm-ros {command}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _call(known[rest[0]], rest[0], rest[1:])
+        return start(rest[0], rest[1:])
     if command in COMMANDS:
-        return _call(COMMANDS[command][0], f"skelarm-ros {command}", rest)
+        return _call(command, rest)
     print(f"skelarm-ros: unknown command '{command}'; choose from run, {', '.join(COMMANDS)}", file=sys.stderr)
     return 2
 
