@@ -5,9 +5,10 @@
 
 :class:`Simulation` holds the arm (an :class:`~skelarm_ros.engine.ArmEngine`), the
 newest effort command and tip force, and the rules the simulator node applies to
-them: zero-order hold, ``command_timeout`` (zero torque until commands resume),
-``effort_limits`` clamping, reset and pause, counting rejected messages per kind,
-and stopping (without crashing) when the state becomes non-finite.
+them: zero-order hold, ``effort_limits`` clamping, reset, counting rejected
+messages per kind, and stopping (without crashing) when the state becomes
+non-finite. When the run starts, waits, lapses and ends is
+:class:`skelarm_ros.lifecycle.SimulatorRun`'s.
 :class:`LockstepPairing` pairs the command (and tip force) with the step they
 belong to by the exact stamp in nanoseconds (docs/interfaces.md, lockstep protocol).
 
@@ -17,7 +18,6 @@ import rclpy.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -29,13 +29,12 @@ from skelarm_ros.interface import (
     check_effort_limits,
     check_joint_names,
     check_non_negative,
-    check_positive,
     seconds_to_nanoseconds,
     seconds_to_stamp,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
 
@@ -46,10 +45,6 @@ COMMAND = "command"
 WRENCH = "tip wrench"
 STALE_COMMAND = "stale command"
 STALE_WRENCH = "stale tip wrench"
-
-# What a command-hold update reports to the node (at most once per change).
-LAPSED = "lapsed"
-RESUMED = "resumed"
 
 
 class Simulation:
@@ -63,8 +58,6 @@ class Simulation:
         The joints' names; empty for ``j1 ... jN``.
     dt : float, optional
         Integration step (seconds); 0 takes the scenario's.
-    command_timeout : float, optional
-        A held command older than this (seconds) gives zero torque.
     effort_limits : Sequence[float], optional
         One positive limit per joint (N*m) that commands are clamped to; empty for none.
     wrench_tolerance : float, optional
@@ -79,8 +72,6 @@ class Simulation:
         initial state).
     steps : int
         Steps since the start or the last reset.
-    paused : bool
-        Whether stepping is paused.
     halted : str
         Empty while the state is finite; else why integration stopped.
     rejected : collections.Counter[str]
@@ -96,7 +87,6 @@ class Simulation:
         joint_names: Sequence[str] = (),
         *,
         dt: float = 0.0,
-        command_timeout: float = 0.5,
         effort_limits: Sequence[float] = (),
         wrench_tolerance: float = 1e-6,
     ) -> None:
@@ -109,22 +99,17 @@ class Simulation:
         self._q0 = self.engine.q.copy()
         self._dq0 = self.engine.dq.copy()
         self.num_joints = num_joints
-        self.command_timeout = check_positive("command_timeout", command_timeout)
-        limits = check_effort_limits(effort_limits, num_joints)
-        self.effort_limits = None if limits is None else np.array(limits)
+        self.effort_limits: NDArray[np.float64] | None = None
+        self.set_effort_limits(effort_limits)
         self.wrench_tolerance = check_non_negative("wrench_tolerance", wrench_tolerance, "N or N*m")
         self.rejected: Counter[str] = Counter()
-        self.paused = False
         self.halted = ""
         self.steps = 0
         self.effort = np.zeros(num_joints)
         self._zero = np.zeros(num_joints)
         self._command: NDArray[np.float64] | None = None
-        self._command_time = -math.inf
         self._command_stamp: int | None = None
         self.answered = AnswerCount()
-        self._commanding = False
-        self._lapsed_once = False
         self.force = np.zeros(2)
         self.applied_force = self.force
 
@@ -191,62 +176,50 @@ class Simulation:
         """
         return self._checked(WRENCH, lambda: planar_force(frame_id, force, torque, self.wrench_tolerance))
 
-    def hold_command(self, tau: NDArray[np.float64], now: float, stamp_ns: int | None = None) -> str | None:
-        """Hold a checked command, received at ``now`` (seconds, the node's clock).
+    def hold_command(self, tau: NDArray[np.float64], stamp_ns: int | None = None) -> None:
+        """Hold a checked command until the next one replaces it.
 
         Parameters
         ----------
         tau : NDArray[np.float64]
             The checked torque (N*m), one per joint.
-        now : float
-            When it was received (seconds, the node's clock).
         stamp_ns : int | None, optional
             The stamp of the state it answers (``joint_commands``), in nanoseconds;
             ``None`` for an unstamped command. Stamped commands are counted in
             :attr:`answered` by :meth:`held_command`.
-
-        Returns
-        -------
-        str | None
-            :data:`RESUMED` when commands come back after having lapsed, else ``None``.
         """
         self._command = tau
-        self._command_time = now
         self._command_stamp = stamp_ns
-        if not self._commanding:
-            self._commanding = True
-            return RESUMED if self._lapsed_once else None
-        return None
 
     def hold_force(self, force: NDArray[np.float64]) -> None:
         """Hold a checked tip force until the next one replaces it."""
         self.force = force
 
-    def held_command(self, now: float) -> tuple[NDArray[np.float64], str | None]:
-        """Return the command to apply at ``now``: the newest, or zero once it is older than ``command_timeout``.
+    def held_command(self, live: bool) -> NDArray[np.float64]:
+        """Return the command to apply now: the newest while ``live``, else zero.
 
+        ``live`` is the watchdog's word (:meth:`skelarm_ros.lifecycle.SimulatorRun.command_live`).
         Once a stamped command has been held, each call also counts in :attr:`answered`
-        whether the returned command answers the present state (its stamp is the present
+        whether the held command answers the present state (its stamp is the present
         state's): the share of steps that applied a command computed from the state
         right before them.
-
-        Returns
-        -------
-        tuple[NDArray[np.float64], str | None]
-            The torque (before clamping) and :data:`LAPSED` the first time the held
-            command times out (``None`` otherwise).
         """
         if self._command is None:
-            return self._zero, None
+            return self._zero
         if self._command_stamp is not None:
-            self.answered.count(self._command_stamp == self.stamp_ns())
-        if now - self._command_time > self.command_timeout:
-            if self._commanding:
-                self._commanding = False
-                self._lapsed_once = True
-                return self._zero, LAPSED
-            return self._zero, None
-        return self._command, None
+            self.answered.count(live and self._command_stamp == self.stamp_ns())
+        return self._command if live else self._zero
+
+    def set_effort_limits(self, limits: Sequence[float] | None) -> None:
+        """Clamp commands to ``limits`` (N*m, one per joint) from now on; ``None`` or empty for none.
+
+        Raises
+        ------
+        ValueError
+            On a wrong count or a limit that is not positive.
+        """
+        checked = check_effort_limits(limits or [], self.num_joints)
+        self.effort_limits = None if checked is None else np.array(checked)
 
     def clamp(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
         """Clamp a torque to ``effort_limits`` (unchanged when there are none)."""
@@ -257,7 +230,7 @@ class Simulation:
     # -- stepping --------------------------------------------------------------------------------
 
     def advance(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> bool:
-        """Step once under ``tau`` (clamped here) and ``force``, unless paused or halted.
+        """Step once under ``tau`` (clamped here) and ``force``, unless halted.
 
         Parameters
         ----------
@@ -272,7 +245,7 @@ class Simulation:
             Whether a step was made. When the state would become non-finite no step
             is made, :attr:`halted` says why, and later calls do nothing until :meth:`reset`.
         """
-        if self.paused or self.halted:
+        if self.halted:
             return False
         applied = self.clamp(tau)
         pushed = self.force if force is None else force
@@ -293,65 +266,6 @@ class Simulation:
         self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
-
-
-def lockstep_missing(
-    command_publishers: int,
-    commanding_nodes: Collection[str],
-    reader_nodes: Sequence[str],
-    matched_readers: int,
-    *,
-    wrench_publishers: int | None = None,
-    min_readers: int = 1,
-    need_controller: bool = True,
-    command_topic: str = "joint_commands",
-) -> list[str]:
-    """Say what lockstep still waits for before it publishes step 0; empty when it can start.
-
-    It starts once a ``joint_commands`` publisher is matched, every node that publishes
-    ``joint_commands`` has a ``joint_states`` reader in the graph (so the controller's
-    own reader is known), and every ``joint_states`` reader in the graph that can match
-    the simulator's publisher is matched (so none misses step 0).
-
-    Parameters
-    ----------
-    command_publishers : int
-        ``joint_commands`` publishers matched by the simulator's subscription.
-    commanding_nodes : Collection[str]
-        Full names of the nodes that publish ``joint_commands``, from the graph.
-    reader_nodes : Sequence[str]
-        Full node names of the graph's ``joint_states`` readers that can match the
-        simulator's publisher (right type, compatible QoS), one per reader.
-    matched_readers : int
-        ``joint_states`` readers matched by the simulator's publisher.
-    wrench_publishers : int | None, optional
-        ``tip_wrench`` publishers matched, when lockstep waits for the wrench too.
-    min_readers : int, optional
-        ``joint_states`` readers to wait for at least (the controller, a recorder...),
-        whether or not the graph knows of them yet.
-    need_controller : bool, optional
-        Whether a ``joint_commands`` publisher must be there (lockstep; realtime only
-        when asked to wait for its controller).
-    command_topic : str, optional
-        The command topic's name, for the log line.
-
-    Returns
-    -------
-    list[str]
-        One phrase per missing thing, for a log line.
-    """
-    missing = []
-    if need_controller and command_publishers < 1:
-        missing.append(f"a publisher on {command_topic}")
-    if wrench_publishers is not None and wrench_publishers < 1:
-        missing.append("a publisher on tip_wrench")
-    unread = sorted(set(commanding_nodes) - set(reader_nodes))
-    if unread:
-        missing.append(f"a joint_states reader of {', '.join(unread)} in the graph")
-    expected = max(int(need_controller), min_readers, len(reader_nodes))
-    if matched_readers < expected:
-        missing.append(f"joint_states readers matched ({matched_readers} of {expected})")
-    return missing
 
 
 class AnswerCount:

@@ -1,4 +1,4 @@
-"""The simulator's pure per-step logic: holding, timeout, clamping, wrench, reset, pause, lockstep pairing."""
+"""The simulator's pure per-step logic: holding, clamping, wrench, reset, lockstep pairing."""
 
 from __future__ import annotations
 
@@ -11,22 +11,12 @@ from skelarm_ros.conversions import Rejected
 from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import check_effort_limits, check_mode, seconds_to_nanoseconds
 from skelarm_ros.scenario import load_arm
-from skelarm_ros.simulation import (
-    COMMAND,
-    LAPSED,
-    RESUMED,
-    STALE_COMMAND,
-    STALE_WRENCH,
-    WRENCH,
-    LockstepPairing,
-    Simulation,
-    lockstep_missing,
-)
+from skelarm_ros.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
 
 
 @pytest.fixture
 def sim() -> Simulation:
-    return Simulation(load_arm(None), command_timeout=0.5)
+    return Simulation(load_arm(None))
 
 
 def offline(arm_name: str | None, torques: list[np.ndarray], forces: list[np.ndarray] | None = None) -> ArmEngine:
@@ -53,8 +43,6 @@ def test_dt_override_and_bad_settings() -> None:
         Simulation(arm, dt=-1.0)
     with pytest.raises(ValueError, match="joint_names has 1 names"):
         Simulation(arm, ["a"])
-    with pytest.raises(ValueError, match="command_timeout must be a positive"):
-        Simulation(arm, command_timeout=0.0)
     with pytest.raises(ValueError, match="effort_limits has 3 values"):
         Simulation(arm, effort_limits=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="wrench_tolerance"):
@@ -81,12 +69,9 @@ def test_effort_limits_check() -> None:
 
 
 def test_steps_equal_the_engine_with_held_command(sim: Simulation) -> None:
-    tau = sim.command_from_array([1.5, -0.5])
-    assert sim.hold_command(tau, now=0.0) is None
-    for k in range(20):
-        command, event = sim.held_command(now=0.001 * k)
-        assert event is None
-        assert sim.advance(command)
+    sim.hold_command(sim.command_from_array([1.5, -0.5]))
+    for _ in range(20):
+        assert sim.advance(sim.held_command(True))
     expected = offline(None, [np.array([1.5, -0.5])] * 20)
     np.testing.assert_array_equal(sim.engine.q, expected.q)
     np.testing.assert_array_equal(sim.engine.dq, expected.dq)
@@ -95,27 +80,11 @@ def test_steps_equal_the_engine_with_held_command(sim: Simulation) -> None:
     assert sim.stamp_ns() == seconds_to_nanoseconds(expected.t)
 
 
-def test_command_timeout_gives_zero_once_and_resumes(sim: Simulation) -> None:
-    zero = np.zeros(2)
-    command, event = sim.held_command(now=10.0)  # nothing received yet: zero, no warning
-    np.testing.assert_array_equal(command, zero)
-    assert event is None
-    sim.hold_command(np.array([1.0, 2.0]), now=0.0)
-    command, event = sim.held_command(now=0.5)
-    np.testing.assert_array_equal(command, [1.0, 2.0])
-    command, event = sim.held_command(now=0.6)
-    np.testing.assert_array_equal(command, zero)
-    assert event == LAPSED
-    command, event = sim.held_command(now=0.7)
-    assert event is None  # one warning, not one per tick
-    np.testing.assert_array_equal(command, zero)
-    assert sim.hold_command(np.array([3.0, 4.0]), now=0.8) == RESUMED
-    assert sim.hold_command(np.array([3.0, 4.0]), now=0.81) is None
-    command, event = sim.held_command(now=0.9)
-    np.testing.assert_array_equal(command, [3.0, 4.0])
-    sim.command_timeout = 0.05  # applied live
-    command, event = sim.held_command(now=0.9)
-    assert event == LAPSED
+def test_a_command_that_is_not_live_gives_zero(sim: Simulation) -> None:
+    np.testing.assert_array_equal(sim.held_command(True), np.zeros(2))  # nothing received yet
+    sim.hold_command(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(sim.held_command(True), [1.0, 2.0])
+    np.testing.assert_array_equal(sim.held_command(False), np.zeros(2))  # the watchdog's lapse
 
 
 def test_effort_limits_clamp_and_effort_is_the_applied_torque() -> None:
@@ -124,8 +93,10 @@ def test_effort_limits_clamp_and_effort_is_the_applied_torque() -> None:
     np.testing.assert_array_equal(sim.effort, [1.0, -2.0])
     expected = offline(None, [np.array([1.0, -2.0])])
     np.testing.assert_array_equal(sim.engine.q, expected.q)
-    sim.effort_limits = None
+    sim.set_effort_limits([])
     np.testing.assert_array_equal(sim.clamp(np.array([5.0, -5.0])), [5.0, -5.0])
+    with pytest.raises(ValueError, match="effort_limits has 1 values"):
+        sim.set_effort_limits([1.0])
 
 
 def test_held_wrench_acts_on_every_step(sim: Simulation) -> None:
@@ -172,13 +143,8 @@ def test_wrench_tolerance_is_live(sim: Simulation) -> None:
     assert sim.wrench_force("base", (0.0, 0.0, 1e-3), (0.0, 0.0, 0.0)).tolist() == [0.0, 0.0]
 
 
-def test_pause_and_reset(sim: Simulation) -> None:
+def test_reset(sim: Simulation) -> None:
     sim.advance(np.array([1.0, 1.0]))
-    sim.paused = True
-    q = sim.engine.q.copy()
-    assert not sim.advance(np.array([1.0, 1.0]))
-    np.testing.assert_array_equal(sim.engine.q, q)
-    sim.paused = False
     assert sim.advance(np.array([1.0, 1.0]))
     sim.reset()
     assert sim.t == 0.0 and sim.steps == 0 and sim.stamp_ns() == 0
@@ -240,42 +206,15 @@ def test_stamps_follow_accumulated_time() -> None:
 
 
 def test_held_command_counts_whether_it_answers_the_state_before_the_step(sim: Simulation) -> None:
-    sim.hold_command(np.array([1.0, 0.0]), now=0.0)  # unstamped (effort_controller/commands): not counted
-    sim.held_command(now=0.0)
+    sim.hold_command(np.array([1.0, 0.0]))  # unstamped (effort_controller/commands): not counted
+    sim.held_command(True)
     assert sim.answered.total == 0
     for k in range(4):
         stamp = sim.stamp_ns() if k != 2 else sim.stamp_ns() - 1  # step 2 gets an older command
-        sim.hold_command(np.array([1.0, 0.0]), now=0.001 * k, stamp_ns=stamp)
-        tau, _ = sim.held_command(now=0.001 * k)
-        sim.advance(tau)
-    tau, _ = sim.held_command(now=0.004)  # nothing new since the last step: late
-    assert (sim.answered.on_time, sim.answered.late) == (3, 2)
-    assert sim.answered.summary().startswith("3 of 5 steps (60.00%) applied the command answering")
-
-
-@pytest.mark.parametrize(
-    ("arguments", "missing"),
-    [
-        ((1, {"/controller"}, ["/controller"], 1), []),
-        ((1, {"/controller"}, ["/controller", "/probe"], 2), []),
-        ((0, set(), [], 0), ["a publisher on joint_commands", "joint_states readers matched (0 of 1)"]),
-        # The controller's commands are matched but its joint_states reader is not in the graph yet.
-        ((1, {"/controller"}, ["/probe"], 1), ["a joint_states reader of /controller in the graph"]),
-        ((1, {"/controller"}, ["/controller", "/probe"], 1), ["joint_states readers matched (1 of 2)"]),
-    ],
-)
-def test_lockstep_starts_when_the_controller_and_every_reader_are_matched(arguments, missing) -> None:
-    assert lockstep_missing(*arguments) == missing
-
-
-def test_lockstep_with_wait_for_wrench_needs_a_wrench_publisher() -> None:
-    assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=0) == ["a publisher on tip_wrench"]
-    assert lockstep_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=1) == []
-
-
-def test_lockstep_also_waits_for_readers_the_graph_does_not_know_yet() -> None:
-    # The controller is there and matched, but the recorder the launch started is not discovered yet.
-    assert lockstep_missing(1, ["/controller"], ["/controller"], 1, min_readers=2) == [
-        "joint_states readers matched (1 of 2)"
-    ]
-    assert lockstep_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2) == []
+        sim.hold_command(np.array([1.0, 0.0]), stamp_ns=stamp)
+        sim.advance(sim.held_command(True))
+    sim.held_command(True)  # nothing new since the last step: late
+    sim.hold_command(np.array([1.0, 0.0]), stamp_ns=sim.stamp_ns())
+    sim.held_command(False)  # the answering command, but lapsed: zero torque applied, late
+    assert (sim.answered.on_time, sim.answered.late) == (3, 3)
+    assert sim.answered.summary().startswith("3 of 6 steps (50.00%) applied the command answering")

@@ -1,0 +1,455 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""When a simulated run starts, waits, times out, lapses, ends, and what it says: the simulator's run life.
+
+:class:`SimulatorRun` decides, from the times it is handed (seconds of a steady
+clock), everything about the run that is not physics: the start condition and its
+settling time, the lockstep wait for each step's command and its timeout, the
+realtime watchdog on commands (lapse and resume, paused time not counted), pause
+and reset (each reset starts a new time line), the end after ``duration``, the exit
+code, and the summary of each time line. It returns what to say as :class:`Say`
+items; the simulator node logs them and keeps only topics, timers and services.
+
+This module imports neither rclpy nor numpy.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from skelarm_ros.interface import (
+    JOINT_COMMANDS,
+    JOINT_STATES,
+    LOCKSTEP,
+    REALTIME,
+    TIP_WRENCH,
+    check_choice,
+    check_non_negative,
+    check_positive,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
+RUN_SUMMARY = re.compile(
+    r"ran (?P<steps>\d+) steps \((?P<simulated>[0-9.eE+-]+) s simulated\) "
+    r"in (?P<stepping>[0-9.eE+-]+) s of stepping \((?P<rate>[0-9]+|-) steps/s\)"
+)
+"""How :meth:`TimeLine.text` states a time line's figures (tools read the simulator's last line with it)."""
+
+START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
+WAIT_REPORT = 5.0  # s between two reports of what a start is waiting for
+
+INFO = "info"
+WARNING = "warning"
+ERROR = "error"
+
+
+def start_missing(
+    command_publishers: int,
+    commanding_nodes: Collection[str],
+    reader_nodes: Sequence[str],
+    matched_readers: int,
+    *,
+    wrench_publishers: int | None = None,
+    min_readers: int = 1,
+    need_controller: bool = True,
+    command_topic: str = JOINT_COMMANDS,
+) -> list[str]:
+    """Say what step 0 still waits for; empty when the run can start.
+
+    Lockstep starts once a ``joint_commands`` publisher is matched, every node that publishes
+    ``joint_commands`` has a ``joint_states`` reader in the graph (so the controller's
+    own reader is known), and every ``joint_states`` reader in the graph that can match
+    the simulator's publisher is matched (so none misses step 0).
+
+    Parameters
+    ----------
+    command_publishers : int
+        ``joint_commands`` publishers matched by the simulator's subscription.
+    commanding_nodes : Collection[str]
+        Full names of the nodes that publish ``joint_commands``, from the graph.
+    reader_nodes : Sequence[str]
+        Full node names of the graph's ``joint_states`` readers that can match the
+        simulator's publisher (right type, compatible QoS), one per reader.
+    matched_readers : int
+        ``joint_states`` readers matched by the simulator's publisher.
+    wrench_publishers : int | None, optional
+        ``tip_wrench`` publishers matched, when lockstep waits for the wrench too.
+    min_readers : int, optional
+        ``joint_states`` readers to wait for at least (the controller, a recorder...),
+        whether or not the graph knows of them yet.
+    need_controller : bool, optional
+        Whether a ``joint_commands`` publisher must be there (lockstep; realtime only
+        when asked to wait for its controller).
+    command_topic : str, optional
+        The command topic's name, for the log line.
+
+    Returns
+    -------
+    list[str]
+        One phrase per missing thing, for a log line.
+    """
+    missing = []
+    if need_controller and command_publishers < 1:
+        missing.append(f"a publisher on {command_topic}")
+    if wrench_publishers is not None and wrench_publishers < 1:
+        missing.append(f"a publisher on {TIP_WRENCH}")
+    unread = sorted(set(commanding_nodes) - set(reader_nodes))
+    if unread:
+        missing.append(f"a {JOINT_STATES} reader of {', '.join(unread)} in the graph")
+    expected = max(int(need_controller), min_readers, len(reader_nodes))
+    if matched_readers < expected:
+        missing.append(f"{JOINT_STATES} readers matched ({matched_readers} of {expected})")
+    return missing
+
+
+@dataclass(frozen=True)
+class Say:
+    """One thing the run says: a log level (:data:`INFO`, :data:`WARNING`, :data:`ERROR`) and a sentence."""
+
+    level: str
+    text: str
+
+
+@dataclass
+class TimeLine:
+    """One time line of the run: from the start, or from a reset, to the next reset or the end.
+
+    Attributes
+    ----------
+    begun : float
+        When its first state went out (s, steady clock).
+    steps : int
+        Steps made on it.
+    simulated : float
+        Simulated seconds at its newest state.
+    first_step : float | None
+        When its first step was made (s); lockstep waits for step 0's command until then.
+    last_step : float | None
+        When its newest step was made (s).
+    paused : float
+        Seconds it spent paused.
+    paused_while_stepping : float
+        Of those, the seconds after its first step.
+    """
+
+    begun: float
+    steps: int = 0
+    simulated: float = 0.0
+    first_step: float | None = None
+    last_step: float | None = None
+    paused: float = 0.0
+    paused_while_stepping: float = 0.0
+
+    def stepping(self) -> float:
+        """Seconds of stepping: from its first step to its newest, pauses left out."""
+        if self.first_step is None or self.last_step is None:
+            return 0.0
+        return max(self.last_step - self.first_step - self.paused_while_stepping, 0.0)
+
+    def text(self, lockstep: bool) -> str:
+        """Return one phrase on this time line: steps, simulated time, stepping time and rate, waits.
+
+        The rate is steps per second of stepping (from the first step to the last), so
+        the waits before step 0 and the pauses do not lower it.
+        """
+        wall = self.stepping()
+        rate = f"{(self.steps - 1) / wall:.0f} steps/s" if self.steps > 1 and wall > 0.0 else "- steps/s"
+        text = f"ran {self.steps} steps ({self.simulated:.6g} s simulated) in {wall:.6g} s of stepping ({rate})"
+        if lockstep and self.first_step is not None:
+            text += f", step 0 waited {self.first_step - self.begun:.3g} s for its command"
+        if self.paused > 0.0:
+            text += f", paused {self.paused:.3g} s"
+        return text
+
+
+@dataclass
+class _Watchdog:
+    """Realtime: whether the held command is recent enough, in time not paused."""
+
+    timeout: float
+    last_command: float = -math.inf
+    commanding: bool = False
+    lapsed_once: bool = False
+
+
+@dataclass
+class SimulatorRun:
+    """The run life of one simulator (see the module's docstring).
+
+    Parameters
+    ----------
+    mode : str
+        ``realtime`` or ``lockstep``.
+    dt : float
+        The integration step (s), for the end after ``duration``.
+    duration : float, optional
+        Simulated seconds to run; 0 runs until stopped.
+    command_timeout : float, optional
+        Realtime: a command older than this (s, not counting pauses) gives zero torque.
+    lockstep_timeout : float, optional
+        Lockstep: the longest wait (s) for a step's command.
+    start_condition : bool, optional
+        Whether step 0 waits for the graph (readers, a controller); without it a
+        realtime run starts at once.
+    settle : float, optional
+        Seconds the start condition must hold before step 0.
+    wait_report : float, optional
+        Seconds between two reports of what the start waits for.
+    """
+
+    mode: str
+    dt: float
+    duration: float = 0.0
+    command_timeout: float = 0.5
+    lockstep_timeout: float = 5.0
+    start_condition: bool = True
+    settle: float = START_SETTLE
+    wait_report: float = WAIT_REPORT
+    code: int | None = None
+    started: bool = False
+    paused: bool = False
+    time_lines: list[TimeLine] = field(default_factory=list)
+    _ready_since: float | None = None
+    _reported: float = -math.inf
+    _waiting_since: float = 0.0
+    _paused_at: float = 0.0
+    _paused_total: float = 0.0
+    _told_halt: bool = False
+    _watchdog: _Watchdog = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Check the settings."""
+        check_choice("mode", self.mode, (REALTIME, LOCKSTEP))
+        self.dt = check_positive("dt", self.dt)
+        self.duration = check_non_negative("duration", self.duration)
+        self.command_timeout = check_positive("command_timeout", self.command_timeout)
+        self.lockstep_timeout = check_positive("lockstep_timeout", self.lockstep_timeout)
+        self._watchdog = _Watchdog(self.command_timeout)
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def lockstep(self) -> bool:
+        """Whether the run steps in lockstep."""
+        return self.mode == LOCKSTEP
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run has ended (its exit code is :attr:`code`)."""
+        return self.code is not None
+
+    @property
+    def last_step(self) -> int | None:
+        """The step count at which the run ends, or ``None`` to run until stopped."""
+        return round(self.duration / self.dt) if self.duration > 0.0 else None
+
+    @property
+    def stepping(self) -> bool:
+        """Whether steps may be made now: started, not paused, not finished."""
+        return self.started and not self.paused and not self.finished
+
+    def finish(self, code: int) -> None:
+        """End the run with ``code`` (the first call wins)."""
+        if self.code is None:
+            self.code = code
+
+    def set_timeouts(self, *, command_timeout: float | None = None, lockstep_timeout: float | None = None) -> None:
+        """Change the timeouts live."""
+        if command_timeout is not None:
+            self.command_timeout = self._watchdog.timeout = check_positive("command_timeout", command_timeout)
+        if lockstep_timeout is not None:
+            self.lockstep_timeout = check_positive("lockstep_timeout", lockstep_timeout)
+
+    # -- the start --------------------------------------------------------------------------------
+
+    def poll_start(self, now: float, missing: Sequence[str]) -> list[Say]:
+        """Look at the start condition: ``missing`` lists what step 0 still waits for (empty when nothing).
+
+        Step 0 goes out once nothing has been missing for :attr:`settle` seconds (the
+        graph may still be filling in); :attr:`started` then turns true. While
+        something is missing, it is reported every :attr:`wait_report` seconds.
+
+        Returns
+        -------
+        list[Say]
+            The report of what is awaited, or the start.
+        """
+        if self.started or self.finished:
+            return []
+        if not self.start_condition:
+            return self.start(now)
+        if missing:
+            self._ready_since = None
+            if now - self._reported >= self.wait_report:
+                self._reported = now
+                return [Say(INFO, f"{self.mode}: step 0 waits for {'; '.join(missing)}")]
+            return []
+        if self._ready_since is None:
+            self._ready_since = now
+        if now - self._ready_since < self.settle:
+            return []
+        return self.start(now)
+
+    def start(self, now: float) -> list[Say]:
+        """Start the run: step 0's state goes out now."""
+        self.started = True
+        self.time_lines.append(TimeLine(begun=now))
+        self._waiting_since = now
+        self._watchdog.last_command = self.active(now)
+        what = "stepping as each step's command arrives" if self.lockstep else f"stepping every {self.dt:g} s"
+        return [Say(INFO, f"{self.mode}: starting; {what}")]
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def stepped(self, now: float, steps: int, simulated: float) -> list[Say]:
+        """Note a step made at ``now``: the time line's counts, and the end after ``duration``.
+
+        Parameters
+        ----------
+        now : float
+            When (s).
+        steps : int
+            Steps made on this time line so far.
+        simulated : float
+            Simulated seconds at the new state.
+
+        Returns
+        -------
+        list[Say]
+            The summary when the run ends here (:attr:`finished` is then true, code 0).
+        """
+        line = self.time_lines[-1]
+        if line.first_step is None:
+            line.first_step = now
+            line.paused_while_stepping = 0.0
+        line.last_step = now
+        line.steps, line.simulated = steps, simulated
+        self._waiting_since = now
+        end = self.last_step
+        if end is not None and steps >= end:
+            self.finish(0)
+            return [Say(INFO, f"{self.summary()}; stopping")]
+        return []
+
+    def awaiting(self, now: float) -> None:
+        """Lockstep: a step's state went out at ``now``; its command is awaited from then."""
+        self._waiting_since = now
+
+    def check_wait(self, now: float, awaited: str, sources: str) -> list[Say]:
+        """Lockstep: end the run (code 1) when a step's command is awaited longer than ``lockstep_timeout``.
+
+        Parameters
+        ----------
+        now : float
+            Now (s).
+        awaited : str
+            What the step waits for (``joint_commands stamped 1.200000000 s (step 600)``).
+        sources : str
+            Who should send it (``a controller answering joint_states on joint_commands``).
+        """
+        if not self.lockstep or not self.stepping or now - self._waiting_since <= self.lockstep_timeout:
+            return []
+        self.finish(1)
+        return [
+            Say(
+                ERROR,
+                f"lockstep: no {awaited} arrived within lockstep_timeout={self.lockstep_timeout} s; "
+                f"is {sources}? stopping",
+            )
+        ]
+
+    def halted(self, reason: str) -> list[Say]:
+        """Say once that integration stopped (a non-finite state), until a reset."""
+        if self._told_halt:
+            return []
+        self._told_halt = True
+        return [Say(ERROR, reason)]
+
+    # -- pause and reset ----------------------------------------------------------------------------
+
+    def pause(self, now: float) -> None:
+        """Pause stepping; the watchdog and the lockstep wait do not count paused time."""
+        if not self.paused:
+            self.paused = True
+            self._paused_at = now
+
+    def resume(self, now: float) -> None:
+        """Resume stepping."""
+        if not self.paused:
+            return
+        self.paused = False
+        spent = now - self._paused_at
+        self._paused_total += spent
+        self._waiting_since = now
+        if self.time_lines:
+            line = self.time_lines[-1]
+            line.paused += spent
+            if line.first_step is not None:
+                line.paused_while_stepping += spent
+
+    def reset(self, now: float) -> None:
+        """Start a new time line at ``now`` (the arm went back to its initial state)."""
+        self._told_halt = False
+        if self.started:
+            self.time_lines.append(TimeLine(begun=now))
+            self._waiting_since = now
+
+    def active(self, now: float) -> float:
+        """Seconds of the steady clock at ``now`` with paused time left out (the watchdog's clock)."""
+        paused = self._paused_total + (now - self._paused_at if self.paused else 0.0)
+        return now - paused
+
+    # -- the realtime watchdog ----------------------------------------------------------------------
+
+    def command_arrived(self, now: float) -> list[Say]:
+        """Note a command at ``now``; says so once when commands come back after a lapse."""
+        watchdog = self._watchdog
+        watchdog.last_command = self.active(now)
+        if watchdog.commanding:
+            return []
+        watchdog.commanding = True
+        return [Say(INFO, "commands resumed; applying them again")] if watchdog.lapsed_once else []
+
+    def command_live(self, now: float) -> tuple[bool, list[Say]]:
+        """Whether the held command still applies at ``now`` (else zero torque), and the lapse's sentence once.
+
+        Returns
+        -------
+        tuple[bool, list[Say]]
+            Whether a command arrived within ``command_timeout`` (paused time not
+            counted), and the warning the first time it lapses.
+        """
+        watchdog = self._watchdog
+        if not watchdog.commanding:
+            return False, []
+        if self.active(now) - watchdog.last_command <= watchdog.timeout:
+            return True, []
+        watchdog.commanding = False
+        watchdog.lapsed_once = True
+        return False, [
+            Say(
+                WARNING,
+                f"no effort command for over command_timeout={watchdog.timeout} s; "
+                "applying zero torque until commands resume",
+            )
+        ]
+
+    # -- the end --------------------------------------------------------------------------------------
+
+    def summary(self) -> str:
+        """Return one sentence on the run: each time line's steps, simulated time, stepping time and rate."""
+        if not self.time_lines:
+            return "ran no step (the run had not started)"
+        if len(self.time_lines) == 1:
+            return self.time_lines[0].text(self.lockstep)
+        return "; ".join(
+            f"time line {index} ({'until a reset' if index < len(self.time_lines) else 'after the last reset'}): "
+            f"{line.text(self.lockstep)}"
+            for index, line in enumerate(self.time_lines, start=1)
+        )

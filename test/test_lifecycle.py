@@ -1,0 +1,197 @@
+"""The simulator's run life, with the time handed in: start, settle, lockstep wait, watchdog, pause, reset, end."""
+
+from __future__ import annotations
+
+import pytest
+
+from skelarm_ros.lifecycle import ERROR, INFO, WARNING, Say, SimulatorRun, start_missing
+
+
+def texts(said: list[Say]) -> list[str]:
+    return [item.text for item in said]
+
+
+def started(mode: str = "lockstep", **settings: float) -> SimulatorRun:
+    run = SimulatorRun(mode, 0.002, **settings)  # type: ignore[arg-type]
+    run.start(100.0)
+    return run
+
+
+def test_settings_are_checked_with_one_sentence() -> None:
+    with pytest.raises(ValueError, match="mode 'Lockstep' is not one of realtime, lockstep"):
+        SimulatorRun("Lockstep", 0.002)
+    with pytest.raises(ValueError, match=r"dt must be a positive number \(s\), got 0"):
+        SimulatorRun("realtime", 0)
+    with pytest.raises(ValueError, match="duration must be zero or a positive number"):
+        SimulatorRun("realtime", 0.002, duration=-1.0)
+    with pytest.raises(ValueError, match="command_timeout must be a positive number"):
+        SimulatorRun("realtime", 0.002, command_timeout=0.0)
+
+
+def test_without_a_start_condition_the_run_starts_at_once_and_says_so() -> None:
+    run = SimulatorRun("realtime", 0.002, start_condition=False)
+    said = run.poll_start(5.0, ["ignored"])
+    assert run.started and run.stepping
+    assert said == [Say(INFO, "realtime: starting; stepping every 0.002 s")]
+    assert run.poll_start(6.0, []) == []  # once
+
+
+def test_the_start_waits_says_what_for_and_settles() -> None:
+    run = SimulatorRun("lockstep", 0.002, settle=0.5, wait_report=5.0)
+    assert texts(run.poll_start(0.0, ["a publisher on /joint_commands"])) == [
+        "lockstep: step 0 waits for a publisher on /joint_commands"
+    ]
+    assert run.poll_start(1.0, ["a publisher on /joint_commands"]) == []  # not every poll
+    assert len(run.poll_start(5.0, ["x"])) == 1  # again after wait_report
+    assert run.poll_start(6.0, []) == [] and not run.started  # ready, settling
+    assert run.poll_start(6.3, ["x"]) == [] and not run.started  # the graph changed: settle again
+    assert run.poll_start(6.4, []) == [] and not run.started
+    assert run.poll_start(6.8, []) == [] and not run.started
+    said = run.poll_start(6.9, [])
+    assert run.started and said[0].text.startswith("lockstep: starting")
+
+
+def test_lockstep_times_out_on_a_step_that_waits_too_long() -> None:
+    run = started(lockstep_timeout=5.0)
+    run.awaiting(100.0)
+    assert run.check_wait(105.0, "joint_commands stamped 0.000000000 s (step 0)", "a controller") == []
+    said = run.check_wait(105.1, "joint_commands stamped 0.000000000 s (step 0)", "a controller on /joint_commands")
+    assert run.finished and run.code == 1
+    assert said == [
+        Say(
+            ERROR,
+            "lockstep: no joint_commands stamped 0.000000000 s (step 0) arrived within lockstep_timeout=5.0 s; "
+            "is a controller on /joint_commands? stopping",
+        )
+    ]
+    assert run.check_wait(200.0, "x", "y") == []  # finished: said once
+
+
+def test_a_paused_lockstep_run_does_not_time_out_and_resume_restarts_the_wait() -> None:
+    run = started(lockstep_timeout=1.0)
+    run.awaiting(100.0)
+    run.pause(100.5)
+    assert not run.stepping
+    assert run.check_wait(150.0, "x", "y") == []
+    run.resume(150.0)
+    assert run.check_wait(150.9, "x", "y") == []
+    assert run.check_wait(151.1, "x", "y") != [] and run.code == 1
+
+
+def test_a_realtime_run_never_times_out_on_commands() -> None:
+    run = started("realtime")
+    assert run.check_wait(1e6, "x", "y") == [] and not run.finished
+
+
+def test_the_run_ends_after_duration_with_its_summary() -> None:
+    run = started(duration=0.01)  # 5 steps of 2 ms
+    assert run.last_step == 5
+    for k in range(1, 5):
+        assert run.stepped(100.1 + 0.001 * k, k, 0.002 * k) == []
+    said = run.stepped(100.105, 5, 0.01)
+    assert run.finished and run.code == 0 and not run.stepping
+    assert said[0].text.endswith("; stopping")
+    assert "ran 5 steps (0.01 s simulated)" in said[0].text
+    run.finish(1)
+    assert run.code == 0  # the first end wins
+
+
+def test_the_rate_counts_stepping_only_not_the_wait_for_step_0_nor_pauses() -> None:
+    run = started()  # step 0's state went out at 100.0
+    run.stepped(103.0, 1, 0.002)  # its command came after a 3 s wait (discovery)
+    run.pause(103.5)
+    run.resume(113.5)  # 10 s paused
+    run.stepped(114.0, 2, 0.004)
+    line = run.time_lines[0]
+    assert line.stepping() == pytest.approx(1.0)
+    text = run.summary()
+    assert "ran 2 steps (0.004 s simulated) in 1 s of stepping (1 steps/s)" in text
+    assert "step 0 waited 3 s for its command" in text
+    assert "paused 10 s" in text
+
+
+def test_each_reset_starts_a_time_line_that_the_summary_reports() -> None:
+    run = started("realtime")
+    for k in range(1, 11):
+        run.stepped(100.0 + 0.01 * k, k, 0.002 * k)
+    run.reset(101.0)
+    for k in range(1, 4):
+        run.stepped(101.0 + 0.01 * k, k, 0.002 * k)
+    text = run.summary()
+    assert text.startswith("time line 1 (until a reset): ran 10 steps (0.02 s simulated)")
+    assert "time line 2 (after the last reset): ran 3 steps (0.006 s simulated)" in text
+
+
+def test_a_run_that_never_started_says_so() -> None:
+    assert SimulatorRun("lockstep", 0.002).summary() == "ran no step (the run had not started)"
+
+
+def test_the_watchdog_lapses_once_and_resumes_once() -> None:
+    run = started("realtime", command_timeout=0.5)
+    assert run.command_live(100.1) == (False, [])  # no command yet: zero torque, nothing to say
+    assert run.command_arrived(100.2) == []
+    assert run.command_live(100.7) == (True, [])
+    live, said = run.command_live(100.8)
+    assert not live
+    assert said == [
+        Say(WARNING, "no effort command for over command_timeout=0.5 s; applying zero torque until commands resume")
+    ]
+    assert run.command_live(100.9) == (False, [])  # one warning, not one per tick
+    assert texts(run.command_arrived(101.0)) == ["commands resumed; applying them again"]
+    assert run.command_arrived(101.001) == []
+    assert run.command_live(101.1) == (True, [])
+    run.set_timeouts(command_timeout=0.05)  # applied live
+    assert run.command_live(101.1)[0] is False
+
+
+def test_paused_time_does_not_count_for_the_watchdog() -> None:
+    run = started("realtime", command_timeout=0.5)
+    run.command_arrived(100.0)
+    run.pause(100.1)
+    assert run.command_live(105.0) == (True, [])  # while paused: no lapse
+    run.resume(110.1)
+    assert run.command_live(110.3) == (True, [])  # 0.3 s of running time since the command
+    assert run.command_live(110.6)[0] is False  # 0.6 s of running time: lapsed
+
+
+def test_halting_is_said_once_until_a_reset() -> None:
+    run = started()
+    assert run.halted("the state became non-finite") == [Say(ERROR, "the state became non-finite")]
+    assert run.halted("the state became non-finite") == []
+    run.reset(101.0)
+    assert run.halted("again") == [Say(ERROR, "again")]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "missing"),
+    [
+        ((1, {"/controller"}, ["/controller"], 1), []),
+        ((1, {"/controller"}, ["/controller", "/probe"], 2), []),
+        ((0, set(), [], 0), ["a publisher on joint_commands", "joint_states readers matched (0 of 1)"]),
+        # The controller's commands are matched but its joint_states reader is not in the graph yet.
+        ((1, {"/controller"}, ["/probe"], 1), ["a joint_states reader of /controller in the graph"]),
+        ((1, {"/controller"}, ["/controller", "/probe"], 1), ["joint_states readers matched (1 of 2)"]),
+    ],
+)
+def test_lockstep_starts_when_the_controller_and_every_reader_are_matched(arguments, missing) -> None:
+    assert start_missing(*arguments) == missing
+
+
+def test_lockstep_with_wait_for_wrench_needs_a_wrench_publisher() -> None:
+    assert start_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=0) == ["a publisher on tip_wrench"]
+    assert start_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=1) == []
+
+
+def test_the_start_also_waits_for_readers_the_graph_does_not_know_yet() -> None:
+    # The controller is there and matched, but the recorder the launch started is not discovered yet.
+    assert start_missing(1, ["/controller"], ["/controller"], 1, min_readers=2) == [
+        "joint_states readers matched (1 of 2)"
+    ]
+    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2) == []
+
+
+def test_realtime_waiting_for_readers_only_needs_no_controller() -> None:
+    assert start_missing(0, set(), ["/recorder"], 1, min_readers=1, need_controller=False) == []
+    assert start_missing(0, set(), [], 0, min_readers=1, need_controller=False) == [
+        "joint_states readers matched (0 of 1)"
+    ]
