@@ -26,7 +26,6 @@ import csv
 import io
 import math
 import os
-import re
 import shutil
 import sys
 import threading
@@ -39,6 +38,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 
 from skelarm_ros.forces import CSV_COLUMNS, RecordedForce
+from skelarm_ros.lifecycle import RUN_SUMMARY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from skelarm_ros.graph import NodeSpec
-
 
 DEFAULT_OUTPUT = Path("demo_output")
 DEFAULT_SCENARIO = "reach"
@@ -237,7 +236,7 @@ class RunSummary:
             )
         lines.append(
             f"real-time factor:   {self.real_time_factor:.2f} "
-            f"({self.simulated:.3f} s simulated in {self.wall:.2f} s of wall time, lockstep)"
+            f"({self.simulated:.3f} s simulated in {self.wall:.2f} s of stepping, lockstep)"
         )
         missing = ", ".join(f"{name}: {count}" for name, count in self.masked.items() if count)
         if missing:
@@ -303,10 +302,6 @@ def summarize(
     )
 
 
-# The simulator's last line: "ran N steps (T s simulated) in W s wall time (R steps/s)".
-_RUN_LINE = re.compile(r"\] \[[^\]]*simulator\]: ran (\d+) steps \(.*\) in ([0-9.eE+-]+) s wall time")
-
-
 def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_TIMEOUT) -> int:
     """Run the graph with the launcher's runner until the simulator ends its duration.
 
@@ -349,18 +344,18 @@ def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_
 
 
 def stepping_wall_time(output: str) -> float:
-    """Read the simulator's wall time from its first to its last state off its last log line.
+    """Read the simulator's stepping time (its first step to its last) off its last summary line.
 
     Raises
     ------
     DemoError
         If the output holds no such line (the simulator did not finish its run).
     """
-    found = _RUN_LINE.findall(output)
+    found = [match for line in output.splitlines() if "simulator]" in line for match in RUN_SUMMARY.finditer(line)]
     if not found:
         msg = "the simulator did not report the end of its run"
         raise DemoError(msg)
-    return float(found[-1][1])
+    return float(found[-1]["stepping"])
 
 
 def run_demo(

@@ -139,6 +139,23 @@ def check_non_negative(name: str, value: object, unit: str = "s") -> float:
     return _number(name, value, unit, zero=True)
 
 
+def check_count(name: str, value: object, high: int | None = None, low: int = 0) -> int:
+    """Return ``value`` as an int after checking it is a whole number from ``low`` to ``high`` (``None``: no bound).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be a whole number from <low> to <high>, got <value>"`` (or ``", <low> or more"``).
+    """
+    text = str(value).strip()
+    number = int(text) if text.isdigit() else -1
+    if isinstance(value, bool) or number < low or (high is not None and number > high):
+        bound = f", {low} or more" if high is None else f" from {low} to {high}"
+        msg = f"{name} must be a whole number{bound}, got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
 def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
     """Return ``value`` after checking it is one of ``choices`` (exactly, case included).
 

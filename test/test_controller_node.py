@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from geometry_msgs.msg import PointStamped
 from rclpy.parameter import Parameter
-from rclpy.serialization import deserialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -48,6 +48,11 @@ class _Capture:
         return self.subscribers
 
 
+def feed(node, msg):
+    """Hand the node a joint state as its subscription does: the serialized bytes."""
+    node.state_input.take(serialize_message(msg))
+
+
 def _state(names, positions, velocities, stamp_ns):
     msg = JointState(name=list(names), position=list(positions), velocity=list(velocities))
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
@@ -57,8 +62,8 @@ def _state(names, positions, velocities, stamp_ns):
 def test_joint_commands_carry_the_torque_and_the_states_stamp(make_node):
     node = make_node(command_interface="joint_commands", joint_names=["shoulder", "elbow"])
     capture = _Capture()
-    node._command_pub = capture
-    node._on_joint_state(_state(["elbow", "shoulder", "extra"], [0.2, 0.1, 5.0], [0.0, 0.0, 0.0], 1_500_000_000))
+    node.command_pub = capture
+    feed(node, _state(["elbow", "shoulder", "extra"], [0.2, 0.1, 5.0], [0.0, 0.0, 0.0], 1_500_000_000))
     loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
     expected = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
     (command,) = capture.messages
@@ -71,8 +76,8 @@ def test_joint_commands_carry_the_torque_and_the_states_stamp(make_node):
 def test_float64_commands_in_joint_order(make_node):
     node = make_node()
     capture = _Capture()
-    node._command_pub = capture
-    node._on_joint_state(_state(["j2", "j1"], [0.2, 0.1], [0.0, 0.0], 0))
+    node.command_pub = capture
+    feed(node, _state(["j2", "j1"], [0.2, 0.1], [0.0, 0.0], 0))
     (command,) = capture.messages
     assert isinstance(command, Float64MultiArray)
     assert len(command.data) == 2
@@ -85,8 +90,8 @@ def test_commands_follow_the_command_joints_order(make_node, interface):
         command_interface=interface, joint_names=["shoulder", "elbow"], command_joints=["elbow", "shoulder"]
     )
     capture = _Capture()
-    node._command_pub = capture
-    node._on_joint_state(_state(["elbow", "shoulder"], [0.2, 0.1], [0.0, 0.0], 0))
+    node.command_pub = capture
+    feed(node, _state(["elbow", "shoulder"], [0.2, 0.1], [0.0, 0.0], 0))
     loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
     shoulder, elbow = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
     (command,) = capture.messages
@@ -115,42 +120,42 @@ def test_bad_command_joints_fail_at_start(make_node):
 def test_bad_states_are_counted_warned_and_not_commanded(make_node, bad, monkeypatch):
     node = make_node()
     capture = _Capture()
-    node._command_pub = capture
+    node.command_pub = capture
     warnings = []
     logger = node.get_logger()
     monkeypatch.setattr(type(logger), "warning", lambda self, text, **kw: warnings.append((text, kw)))
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000))
-    node._on_joint_state(bad)
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000))
+    feed(node, bad)
     assert len(capture.messages) == 1
     assert node.loop.rejected == 1
     ((text, kwargs),) = warnings
     assert text.startswith("joint state not controlled (1 so far): ")
     assert kwargs["throttle_duration_sec"] > 0
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 3_000_000))
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 3_000_000))
     assert len(capture.messages) == 2  # still running
 
 
 def test_time_going_back_resets_by_default_and_is_rejected_on_request(make_node):
     node = make_node()
-    node._command_pub = _Capture()
+    node.command_pub = _Capture()
     for stamp in (5_000_000, 7_000_000, 1_000_000):
-        node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], stamp))
+        feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], stamp))
     assert node.loop.restarts == 1 and node.loop.rejected == 0
     result = node.set_parameters([Parameter("time_reversal", value="reject")])[0]
     assert result.successful
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 500_000))
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 500_000))
     assert node.loop.rejected == 1
-    assert len(node._command_pub.messages) == 3
+    assert len(node.command_pub.messages) == 3
 
 
 def test_channels_published_stamped_with_point_and_joint_state_types(make_node, shared_scenarios):
     node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
-    node._command_pub = _Capture()
-    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))  # creates the publishers
-    captures = {name: _Capture() for name in node._channel_pubs}
+    node.command_pub = _Capture()
+    feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))  # creates the publishers
+    captures = {name: _Capture() for name in node.channel_pubs}
     for name, capture in captures.items():
-        node._channel_pubs[name] = (capture, node._channel_pubs[name][1])
-    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 2_000_000))
+        node.channel_pubs[name] = (capture, node.channel_pubs[name][1])
+    feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 2_000_000))
     assert set(captures) == {"endpoint", "equilibrium"}
     (point,) = captures["endpoint"].messages
     assert isinstance(point, PointStamped)
@@ -161,43 +166,43 @@ def test_channels_published_stamped_with_point_and_joint_state_types(make_node, 
 def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_starts(make_node):
     node = make_node(command_interface="joint_commands", min_subscribers=2, min_channel_subscribers=1)
     command = _Capture(subscribers=1)  # the simulator, not yet the recorder
-    node._command_pub = command
-    channels = {name: _Capture(subscribers=0) for name in node._channel_pubs}
+    node.command_pub = command
+    channels = {name: _Capture(subscribers=0) for name in node.channel_pubs}
     for name, capture in channels.items():
-        node._channel_pubs[name] = (capture, node._channel_pubs[name][1])
+        node.channel_pubs[name] = (capture, node.channel_pubs[name][1])
     assert set(channels) == {"q_ref", "error"}  # announced at start-up, before any state
     for k in range(3):
-        node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], k * 2_000_000))
-    node._release_held()
+        feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], k * 2_000_000))
+    node.out.release()
     assert command.messages == [] and all(c.messages == [] for c in channels.values())
     command.subscribers = 2
-    node._release_held()
+    node.out.release()
     assert command.messages == []  # the channels' reader is not matched yet
     for capture in channels.values():
         capture.subscribers = 1
-    node._release_held()
+    node.out.release()
     assert [m.header.stamp.nanosec for m in command.messages] == [0, 2_000_000, 4_000_000]
     for capture in channels.values():
         assert [m.header.stamp.nanosec for m in capture.messages] == [0, 2_000_000, 4_000_000]
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 6_000_000))  # and from now on at once
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 6_000_000))  # and from now on at once
     assert len(command.messages) == 4 and all(len(c.messages) == 4 for c in channels.values())
 
 
 def test_min_subscribers_must_not_be_negative(make_node):
-    with pytest.raises(ValueError, match="min_subscribers and min_channel_subscribers count readers"):
+    with pytest.raises(ValueError, match=r"^parameter min_subscribers must be a whole number, 0 or more, got -1$"):
         make_node(min_subscribers=-1)
 
 
 def test_joint_channels_and_silence_without_subscribers(make_node):
     node = make_node()
-    node._command_pub = _Capture()
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 0))
-    assert set(node._channel_pubs) == {"q_ref", "error"}
+    node.command_pub = _Capture()
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 0))
+    assert set(node.channel_pubs) == {"q_ref", "error"}
     quiet = _Capture(subscribers=0)
     listened = _Capture()
-    node._channel_pubs["q_ref"] = (quiet, ["j1", "j2"])
-    node._channel_pubs["error"] = (listened, ["j1", "j2"])
-    node._on_joint_state(_state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 2_000_000))
+    node.channel_pubs["q_ref"] = (quiet, ["j1", "j2"])
+    node.channel_pubs["error"] = (listened, ["j1", "j2"])
+    feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 2_000_000))
     assert quiet.messages == []
     (error,) = listened.messages
     assert list(error.name) == ["j1", "j2"] and len(error.position) == 2
@@ -206,28 +211,30 @@ def test_joint_channels_and_silence_without_subscribers(make_node):
 
 def test_effort_limits_are_tunable_and_validated(make_node):
     node = make_node(effort_limits=[0.1, 0.1])
-    node._command_pub = _Capture()
-    node._on_joint_state(_state(["j1", "j2"], [-1.0, 2.5], [3.0, -3.0], 0))
-    assert max(abs(value) for value in node._command_pub.messages[0].data) <= 0.1
+    node.command_pub = _Capture()
+    feed(node, _state(["j1", "j2"], [-1.0, 2.5], [3.0, -3.0], 0))
+    assert max(abs(value) for value in node.command_pub.messages[0].data) <= 0.1
     bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
-    assert not bad.successful and "one positive bound per joint" in bad.reason
+    assert not bad.successful and bad.reason == (
+        "parameter effort_limits has 1 values but the arm has 2 joints; give one limit per joint or none"
+    )
     assert node.set_parameters([Parameter("effort_limits", value=[5.0, 5.0])])[0].successful
     np.testing.assert_array_equal(node.loop.effort_limits, [5.0, 5.0])
 
 
 def test_target_message_and_bad_target(make_node, shared_scenarios, monkeypatch):
     node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
-    node._command_pub = _Capture()
+    node.command_pub = _Capture()
     warnings = []
     monkeypatch.setattr(type(node.get_logger()), "warning", lambda self, text, **kw: warnings.append(text))
     target = PointStamped()
     target.header.frame_id = "base"
     target.point.x, target.point.y = 0.3, 1.2
-    node._on_target(target)
-    node._on_joint_state(_state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))
+    node.on_target(target)
+    feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))
     np.testing.assert_array_equal(node.loop.controller.target, [0.3, 1.2])
     target.header.frame_id = "map"
-    node._on_target(target)
+    node.on_target(target)
     assert len(warnings) == 1 and "frame 'map'" in warnings[0]
 
 
@@ -242,7 +249,8 @@ def test_unknown_controller_type_fails_at_start(make_node, tmp_path):
 
 
 def test_bad_command_interface_fails_at_start(make_node):
-    with pytest.raises(ValueError, match="command_interface must be one of"):
+    sentence = r"^parameter command_interface 'position' is not one of commands, joint_commands$"
+    with pytest.raises(ValueError, match=sentence):
         make_node(command_interface="position")
 
 
@@ -253,7 +261,7 @@ def test_bad_command_interface_fails_at_start(make_node):
 def test_channel_topics_exist_before_the_first_state(make_node, scenario, channels):
     """A recorder discovers the channel topics at start-up, so it records them from the first state."""
     node = make_node(scenario=scenario)
-    assert set(node._channel_pubs) == channels
+    assert set(node.channel_pubs) == channels
     topics = {name for name, _ in node.get_publisher_names_and_types_by_node(node.get_name(), "/")}
     assert {f"/controller/{name}" for name in channels} <= topics
     before = copy.deepcopy(node.loop.controller.log_channels())

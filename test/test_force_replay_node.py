@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import WrenchStamped
-from rclpy.exceptions import InvalidParameterValueException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -134,10 +133,10 @@ def test_timer_timing_stops_after_one_zero_wrench(context, capfd) -> None:
         fake = FakeClock()
         node.get_clock = lambda: fake  # type: ignore[method-assign]
         for _ in range(4):
-            assert not node._timer.is_canceled()
+            assert not node.timer.is_canceled()
             node.on_timer()
             fake.nanoseconds += 2_000_000
-        assert node._timer.is_canceled()
+        assert node.timer.is_canceled()
         assert [[w[1], w[2]] for w in published.wrenches] == [*SAMPLES[:3], [0.0, 0.0]]
         assert [w[0] for w in published.wrenches] == [5_000_000_000 + k * 2_000_000 for k in range(4)]
     finally:
@@ -195,8 +194,8 @@ def test_the_source_parameter_reads_a_log(context, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("parameters", "error", "message"),
     [
-        ({"mode": "ramp"}, ValueError, r"unknown force replay mode 'ramp'; choose from \['hold', 'stepped'\]"),
-        ({"timing": "wall"}, ValueError, r"parameter timing is 'wall'; choose from \['clock', 'timer'\]"),
+        ({"mode": "ramp"}, ValueError, r"^parameter mode 'ramp' is not one of hold, stepped$"),
+        ({"timing": "wall"}, ValueError, r"^parameter timing 'wall' is not one of clock, timer$"),
         ({"mode": "stepped", "scenario": "/nowhere.toml"}, ScenarioError, "does not exist"),
         ({"source": ""}, ForceSourceError, "no force source given"),
     ],
@@ -208,7 +207,7 @@ def test_bad_parameters_are_refused_with_a_sentence(context, parameters, error, 
 
 
 def test_a_negative_step_is_refused(context) -> None:
-    with pytest.raises(InvalidParameterValueException, match="dt"):
+    with pytest.raises(ValueError, match=r"^parameter dt must be zero or a positive number \(s\), got -1\.0$"):
         make(context, record(), dt=-1.0)
 
 
@@ -268,10 +267,10 @@ def test_wrenches_wait_in_order_for_min_subscribers(context) -> None:
         times = accumulated_times(DT, 3)
         for t in times:
             node.on_clock(clock(t))
-        node._flush()
+        node.out.release()
         assert published.wrenches == []  # the recorder is not matched yet: held back
         readers[0] = 2
-        node._flush()
+        node.out.release()
         node.on_clock(clock(times[-1] + DT))
         stamps = [w[0] for w in published.wrenches]
         assert stamps == [round(t * 1e9) for t in [*times, times[-1] + DT]]  # every one, in order

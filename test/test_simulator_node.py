@@ -66,10 +66,10 @@ def command(values: list[float]) -> Float64MultiArray:
     return Float64MultiArray(data=values)
 
 
-def joint_command(names: list[str], efforts: list[float], stamp_ns: int = 0) -> JointState:
-    msg = JointState(name=names, effort=efforts)
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-    return msg
+def fields(names: list[str], efforts: list[float], stamp_ns: int = 0) -> tuple[Any, ...]:
+    """The fields of a joint_commands message, as the node's raw input hands them on."""
+    sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+    return names, [], [], efforts, sec, nanosec
 
 
 def wrench(frame: str = "base", force: tuple[float, float, float] = (1.0, 0.0, 0.0), tz: float = 0.0) -> WrenchStamped:
@@ -105,13 +105,27 @@ def test_tunable_parameters_are_validated_and_applied_live(context: rclpy.Contex
         bad = node.set_parameters([Parameter("effort_limits", value=[1.0, 2.0, 3.0])])[0]
         assert not bad.successful and "one limit per joint" in bad.reason
         assert node.set_parameters([Parameter("command_timeout", value=0.25)])[0].successful
-        assert node.sim.command_timeout == 0.25
+        assert node.run.command_timeout == 0.25
         assert node.set_parameters([Parameter("effort_limits", value=[1.0, 2.0])])[0].successful
         np.testing.assert_array_equal(node.sim.effort_limits, [1.0, 2.0])
         assert node.set_parameters([Parameter("wrench_tolerance", value=0.5)])[0].successful
         assert node.sim.wrench_tolerance == 0.5
         assert node.set_parameters([Parameter("lockstep_timeout", value=2.0)])[0].successful
-        assert node.lockstep_timeout == 2.0
+        assert node.run.lockstep_timeout == 2.0
+    finally:
+        node.destroy_node()
+
+
+def test_a_set_with_one_bad_parameter_changes_nothing(context: rclpy.Context) -> None:
+    node = make(context)
+    try:
+        result = node.set_parameters_atomically(
+            [Parameter("effort_limits", value=[1.0, 2.0]), Parameter("command_timeout", value=-1.0)]
+        )
+        assert not result.successful
+        assert result.reason == "parameter command_timeout must be a positive number (s), got -1.0"
+        assert node.sim.effort_limits is None and node.run.command_timeout == 0.5
+        assert node.get_parameter_or("effort_limits").value is None  # not set: the set was refused whole
     finally:
         node.destroy_node()
 
@@ -140,20 +154,21 @@ def test_main_exits_1_with_the_sentence_on_a_missing_scenario(capfd: pytest.Capt
     assert "Traceback" not in err
     assert main(["simulator", "--ros-args", "-p", "dt:=-1.0"]) == 1
     err = capfd.readouterr().err
-    assert "a parameter is not valid" in err and "dt" in err and "Traceback" not in err
+    assert "[simulator]: parameter dt must be zero or a positive number (s), got -1.0\n" in err
+    assert "Traceback" not in err
 
 
 def test_realtime_ticks_apply_the_held_command(context: rclpy.Context) -> None:
     node = make(context, effort_limits=[1.0, 10.0])
     out = Recorded(node)
     try:
-        node.tick()  # the first tick publishes the initial state
+        node.watch()  # no start condition: the run starts and publishes the initial state
         assert len(out.states) == 1
         first = out.states[0]
         assert (first.header.stamp.sec, first.header.stamp.nanosec) == (0, 0)
         assert list(first.effort) == [0.0, 0.0]
         assert list(first.name) == ["j1", "j2"]
-        node._on_commands(command([5.0, -2.0]))
+        node.on_commands(command([5.0, -2.0]))
         for _ in range(5):
             node.tick()
         engine = offline_engine()
@@ -173,15 +188,15 @@ def test_realtime_ticks_apply_the_held_command(context: rclpy.Context) -> None:
 def test_command_timeout_gives_zero_torque(context: rclpy.Context) -> None:
     node = make(context, command_timeout=0.01)
     out = Recorded(node)
+    clock = [50.0]
+    node.now = lambda: clock[0]  # type: ignore[method-assign]
     try:
-        node.tick()
-        node._on_commands(command([1.0, 1.0]))
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and node.sim.held_command(node.get_clock().now().nanoseconds * 1e-9)[0][0]:
-            time.sleep(0.005)  # let the held command age past the 10 ms timeout
+        node.watch()
+        node.on_commands(command([1.0, 1.0]))
+        clock[0] += 0.02  # the held command ages past the 10 ms timeout
         node.tick()
         assert list(out.states[-1].effort) == [0.0, 0.0]
-        node._on_commands(command([1.0, 1.0]))
+        node.on_commands(command([1.0, 1.0]))
         node.tick()
         assert list(out.states[-1].effort) == [1.0, 1.0]
     finally:
@@ -192,20 +207,20 @@ def test_rejected_messages_are_counted_and_not_applied(context: rclpy.Context) -
     node = make(context)
     out = Recorded(node)
     try:
-        node.tick()
-        node._on_commands(command([0.5, 0.5]))
-        node._on_commands(command([1.0]))
-        node._on_commands(command([math.nan, 1.0]))
-        node._on_commands(command([math.inf, 1.0]))
-        node._on_wrench(wrench(frame="tool"))
-        node._on_wrench(wrench(force=(1.0, 0.0, 3.0)))
-        node._on_wrench(wrench(tz=0.2))
+        node.watch()
+        node.on_commands(command([0.5, 0.5]))
+        node.on_commands(command([1.0]))
+        node.on_commands(command([math.nan, 1.0]))
+        node.on_commands(command([math.inf, 1.0]))
+        node.on_wrench(wrench(frame="tool"))
+        node.on_wrench(wrench(force=(1.0, 0.0, 3.0)))
+        node.on_wrench(wrench(tz=0.2))
         assert node.sim.rejected[COMMAND] == 3
         assert node.sim.rejected[WRENCH] == 3
         node.tick()
         assert list(out.states[-1].effort) == [0.5, 0.5]
         np.testing.assert_array_equal(node.sim.force, [0.0, 0.0])
-        node._on_wrench(wrench(force=(2.0, 3.0, 0.0)))
+        node.on_wrench(wrench(force=(2.0, 3.0, 0.0)))
         np.testing.assert_array_equal(node.sim.force, [2.0, 3.0])
     finally:
         node.destroy_node()
@@ -215,9 +230,9 @@ def test_joint_commands_by_name_and_unknown_names_rejected(context: rclpy.Contex
     node = make(context, command_interface="joint_commands", joint_names=["shoulder", "elbow"])
     out = Recorded(node)
     try:
-        node.tick()
-        node._on_joint_commands(joint_command(["elbow", "shoulder"], [2.0, 1.0]))
-        node._on_joint_commands(joint_command(["elbow", "wrist"], [2.0, 1.0]))
+        node.watch()
+        node.on_joint_command(*fields(["elbow", "shoulder"], [2.0, 1.0]))
+        node.on_joint_command(*fields(["elbow", "wrist"], [2.0, 1.0]))
         assert node.sim.rejected[COMMAND] == 1
         node.tick()
         assert list(out.states[-1].name) == ["shoulder", "elbow"]
@@ -230,20 +245,20 @@ def test_pause_and_reset_services(context: rclpy.Context) -> None:
     node = make(context)
     out = Recorded(node)
     try:
-        node.tick()
-        node._on_commands(command([1.0, 1.0]))
+        node.watch()
+        node.on_commands(command([1.0, 1.0]))
         for _ in range(3):
             node.tick()
-        paused = node._on_pause(SetBool.Request(data=True), SetBool.Response())
+        paused = node.on_pause(SetBool.Request(data=True), SetBool.Response())
         assert paused.success and "paused at stamp 0.006000000 s" in paused.message
         count = len(out.states)
         node.tick()
         assert len(out.states) == count
-        resumed = node._on_pause(SetBool.Request(data=False), SetBool.Response())
+        resumed = node.on_pause(SetBool.Request(data=False), SetBool.Response())
         assert resumed.success and "resumed" in resumed.message
         node.tick()
         assert node.sim.steps == 4
-        reset = node._on_reset(Trigger.Request(), Trigger.Response())
+        reset = node.on_reset(Trigger.Request(), Trigger.Response())
         assert reset.success
         last = out.states[-1]
         assert (last.header.stamp.sec, last.header.stamp.nanosec) == (0, 0)
@@ -257,15 +272,15 @@ def test_non_finite_state_stops_integrating_and_stays_up(context: rclpy.Context)
     node = make(context)
     out = Recorded(node)
     try:
-        node.tick()
-        node._on_commands(command([1e308, 1e308]))
+        node.watch()
+        node.on_commands(command([1e308, 1e308]))
         node.tick()
         node.tick()
         assert node.sim.halted
         assert len(out.states) == 1
         assert not node.finished.done()
-        node._on_reset(Trigger.Request(), Trigger.Response())
-        node._on_commands(command([0.0, 0.0]))
+        node.on_reset(Trigger.Request(), Trigger.Response())
+        node.on_commands(command([0.0, 0.0]))
         node.tick()
         assert node.sim.steps == 1
     finally:
@@ -281,8 +296,8 @@ def lockstep(context: rclpy.Context, **parameters: Any) -> tuple[SimulatorNode, 
 def test_lockstep_waits_for_a_controller(context: rclpy.Context) -> None:
     node, out = lockstep(context)
     try:
-        node._watch()
-        assert not node.started and not out.states
+        node.watch()
+        assert not node.run.started and not out.states
     finally:
         node.destroy_node()
 
@@ -304,10 +319,10 @@ def test_lockstep_starts_despite_a_reader_that_can_never_match(context: rclpy.Co
         controller.create_subscription(JointState, "joint_states", lambda _: None, 10)
         controller.create_publisher(JointState, "joint_commands", 10)
         deadline = time.monotonic() + 20.0
-        while not node.started and time.monotonic() < deadline:
+        while not node.run.started and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.02)
-            node._watch()
-        assert node.started, node._lockstep_missing()
+            node.watch()
+        assert node.run.started, node.start_missing()
         assert len(out.states) == 1
     finally:
         executor.shutdown()
@@ -318,17 +333,16 @@ def test_lockstep_starts_despite_a_reader_that_can_never_match(context: rclpy.Co
 def test_lockstep_steps_on_the_command_stamped_with_the_state(context: rclpy.Context) -> None:
     node, out = lockstep(context, duration=0.01)
     try:
-        node.started = True
-        node._begin_step()
+        node.begin()
         engine = offline_engine()
         for k in range(5):
             state = out.states[-1]
             stamp = state.header.stamp.sec * 1_000_000_000 + state.header.stamp.nanosec
             assert list(state.position) == engine.q.tolist()
-            node._on_joint_commands(joint_command(["j1", "j2"], [9.0, 9.0], stamp + 1))  # stale: ignored
+            node.on_joint_command(*fields(["j1", "j2"], [9.0, 9.0], stamp + 1))  # stale: ignored
             assert len(out.states) == k + 1
             tau = [-float(k), 0.5]
-            node._on_joint_commands(joint_command(["j1", "j2"], tau, stamp))
+            node.on_joint_command(*fields(["j1", "j2"], tau, stamp))
             engine.step(np.array(tau))
         assert node.sim.rejected[STALE_COMMAND] == 5
         assert node.finished.done() and node.finished.result() == 0
@@ -342,11 +356,10 @@ def test_lockstep_steps_on_the_command_stamped_with_the_state(context: rclpy.Con
 def test_lockstep_waits_for_the_wrench_stamped_with_the_step(context: rclpy.Context) -> None:
     node, out = lockstep(context, wait_for_wrench=True)
     try:
-        node.started = True
-        node._begin_step()
-        node._on_joint_commands(joint_command(["j1", "j2"], [0.0, 0.0], 0))
+        node.begin()
+        node.on_joint_command(*fields(["j1", "j2"], [0.0, 0.0], 0))
         assert len(out.states) == 1
-        node._on_wrench(wrench(force=(3.0, -1.0, 0.0)))  # stamped 0: the step's wrench
+        node.on_wrench(wrench(force=(3.0, -1.0, 0.0)))  # stamped 0: the step's wrench
         assert len(out.states) == 2
         engine = offline_engine()
         engine.step(np.zeros(2), np.array([3.0, -1.0]))
@@ -357,16 +370,17 @@ def test_lockstep_waits_for_the_wrench_stamped_with_the_step(context: rclpy.Cont
 
 def test_lockstep_timeout_names_the_missing_message(context: rclpy.Context, capfd: pytest.CaptureFixture[str]) -> None:
     node, _ = lockstep(context, lockstep_timeout=0.01, wait_for_wrench=True)
+    clock = [10.0]
+    node.now = lambda: clock[0]  # type: ignore[method-assign]
     try:
-        node.started = True
-        node._begin_step()
-        deadline = time.monotonic() + 5.0
-        while not node.finished.done() and time.monotonic() < deadline:
-            node._watch()
-            time.sleep(0.005)
+        node.begin()
+        node.watch()
+        assert not node.finished.done()
+        clock[0] += 0.02
+        node.watch()
         assert node.finished.done() and node.finished.result() == 1
         err = capfd.readouterr().err
-        assert "no joint_commands and tip_wrench stamped 0.000000000 s" in err
+        assert "no joint_commands and tip_wrench stamped 0.000000000 s (step 0) arrived within" in err
         assert "lockstep_timeout=0.01 s" in err
     finally:
         node.destroy_node()
@@ -394,15 +408,15 @@ def test_robot_description_is_latched(context: rclpy.Context) -> None:
 def test_markers_show_the_arm_target_and_applied_force(context: rclpy.Context) -> None:
     node = make(context, markers_rate=30.0)
     sent: list[Any] = []
-    assert node.marker_pub is not None
-    node.marker_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
-    node.marker_pub.publish = sent.append  # type: ignore[method-assign]
+    assert node.markers is not None
+    node.markers.publisher.get_subscription_count = lambda: 1  # type: ignore[method-assign]
+    node.markers.publisher.publish = sent.append  # type: ignore[method-assign]
     try:
         force = np.array([3.0, -1.0])
         node.sim.hold_force(force)
-        node.tick()  # first tick publishes the initial state
+        node.watch()  # publishes the initial state
         node.tick()
-        node.publish_markers()
+        node.markers.publish()
         spaces = {marker.ns: marker for marker in sent[-1].markers}
         assert {"tip_force", "tip_path", "target"} <= set(spaces)
         arrows = [m for m in sent[-1].markers if m.type == m.ARROW and m.action == m.ADD]
@@ -420,53 +434,43 @@ def test_markers_show_the_arm_target_and_applied_force(context: rclpy.Context) -
 def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
     node = make(context, markers_rate=0.0)
     try:
-        assert node.marker_pub is None
+        assert node.markers is None
     finally:
         node.destroy_node()
 
 
-def ticked_before_start(
-    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch, **parameters: Any
-) -> tuple[SimulatorNode, Recorded]:
-    """A realtime simulator with a start condition (no settling time), ticked twice while it is not met."""
-    monkeypatch.setattr("skelarm_ros.nodes.simulator.START_SETTLE", 0.0)
+def watched_before_start(context: rclpy.Context, **parameters: Any) -> tuple[SimulatorNode, Recorded]:
+    """A realtime simulator with a start condition (no settling time), watched twice while it is not met."""
     node = make(context, **parameters)
     try:
+        node.run.settle = 0.0
         recorded = Recorded(node)
-        node.tick()
-        node.tick()
+        node.watch()
+        node.watch()
     except BaseException:
         node.destroy_node()
         raise
     return node, recorded
 
 
-def test_realtime_waits_for_min_subscribers_before_step_zero(
-    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    node, recorded = ticked_before_start(context, monkeypatch, min_subscribers=1)
+def test_realtime_waits_for_min_subscribers_before_step_zero(context: rclpy.Context) -> None:
+    node, recorded = watched_before_start(context, min_subscribers=1)
     try:
         assert recorded.states == []  # nobody reads joint_states yet
         node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
-        node.tick()  # ready: the start condition must hold once more (settle) before step 0
-        node.tick()
+        node.watch()  # ready: step 0 goes out
         node.tick()
         assert [state.header.stamp.nanosec for state in recorded.states] == [0, 2_000_000]
     finally:
         node.destroy_node()
 
 
-def test_realtime_can_wait_for_a_controller_before_step_zero(
-    context: rclpy.Context, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    node, recorded = ticked_before_start(context, monkeypatch, wait_for_controller=True)
+def test_realtime_can_wait_for_a_controller_before_step_zero(context: rclpy.Context) -> None:
+    node, recorded = watched_before_start(context, wait_for_controller=True)
     try:
         assert recorded.states == []  # no command publisher yet
-        node.command_sub.get_publisher_count = lambda: 1  # type: ignore[method-assign]
-        node.state_pub.get_subscription_count = lambda: 1  # type: ignore[method-assign]
-        node._lockstep_missing = lambda: []  # type: ignore[method-assign]  # the graph knows the controller
-        node.tick()
-        node.tick()
+        node.start_missing = lambda: []  # type: ignore[method-assign]  # a controller appeared in the graph
+        node.watch()
         assert len(recorded.states) == 1
     finally:
         node.destroy_node()

@@ -302,8 +302,8 @@ def test_sigint_ends_the_wait_for_a_stopped_reader_at_once(probe: Probe, tmp_pat
         sim = start_simulator(tmp_path / "sim.log", "duration:=6.0")
         probe.spin_until(lambda: len(probe.states) >= 10 or sim.poll() is not None, 60.0, "10 states")
         os.kill(listener.pid, signal.SIGSTOP)  # it neither reads nor acknowledges from now on
-        probe.spin_until(lambda: "stopping" in (tmp_path / "sim.log").read_text(), 30.0, "the end of the run")
-        time.sleep(0.5)  # the simulator is in its acknowledgement wait (up to 10 s)
+        waiting = "for every reliable reader to take the last states"
+        probe.spin_until(lambda: waiting in (tmp_path / "sim.log").read_text(), 30.0, "the acknowledgement wait")
         sim.send_signal(signal.SIGINT)
         code = wait_exit(sim, 3.0)
     finally:

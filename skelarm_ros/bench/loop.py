@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skelarm_ros.lifecycle import RUN_SUMMARY
 from skelarm_ros.scenario import resolve_scenario
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ REALTIME_CASES: tuple[tuple[str, str, dict[str, object] | None], ...] = (
 )
 START_TIMEOUT = 60.0  # s for processes to start and find each other
 PRIORITY = 50  # thread_priority of the realtime runs with SCHED_FIFO, as ros2_control's default
-_RAN = re.compile(r"ran (\d+) steps \(.*?\) in ([0-9.e+-]+) s wall time")
 _ANSWERED = re.compile(r"(\d+) of (\d+) steps \(([0-9.]+)%\) applied the command answering")
 _domains = itertools.count()
 
@@ -307,8 +307,8 @@ def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
         ),
         START_TIMEOUT + duration * 10.0,
     )
-    found = _found(_RAN, text, "the simulator logged no run summary")
-    return int(found.group(1)) / float(found.group(2))
+    found = _found(RUN_SUMMARY, text, "the simulator logged no run summary")
+    return float(found["rate"])
 
 
 def realtime_share(

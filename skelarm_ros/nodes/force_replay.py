@@ -12,24 +12,28 @@ it integrates; with ``timing:=timer`` it publishes on its own timer at the step
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import rclpy
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException
-from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.utilities import remove_ros_args
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from skelarm_ros.forces import HOLD, STEPPED, ForcePlayer, ForceSourceError, RecordedForce, load_force
-from skelarm_ros.interface import BASE_FRAME, stamp_to_seconds
-from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
-from skelarm_ros.scenario import ScenarioError, load_arm
+from skelarm_ros.forces import MODES, STEPPED, ForcePlayer, RecordedForce, load_force
+from skelarm_ros.interface import BASE_FRAME, CLOCK, TIP_WRENCH, stamp_to_seconds
+from skelarm_ros.nodes.kit import (
+    KEEP_ALL,
+    HeldBack,
+    KitNode,
+    Param,
+    choice,
+    count,
+    declare_parameters,
+    number,
+    run_node,
+    text,
+)
+from skelarm_ros.scenario import load_arm
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,21 +42,26 @@ if TYPE_CHECKING:
     from rclpy.timer import Timer
 
 NODE_NAME = "force_replay"
-CLOCK = "clock"
-TIMER = "timer"
-TIMINGS = (CLOCK, TIMER)
+DOC = "docs/force_replay.md"
+CLOCK_TIMING = "clock"
+TIMER_TIMING = "timer"
+TIMINGS = (CLOCK_TIMING, TIMER_TIMING)
 WATCH_PERIOD = 0.02  # s, how often clock timing looks for a /clock publisher
 
-# Reliable keep-all, as the lockstep simulator: no step's clock or wrench is ever dropped.
-QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
+
+PARAMETERS = (
+    text("source", "", "recorded tip force: a .sklog.npz log (ext_force), a .csv or a bag"),
+    text("topic", TIP_WRENCH, "the WrenchStamped topic to read from a bag"),
+    Param("time_offset", 0.0, "seconds added to the record's times before playing (s)"),
+    choice("mode", MODES, "hold: the record's value at each step's time; stepped: the mean over the step"),
+    choice("timing", TIMINGS, "clock: one wrench per new /clock time, stamped with it; timer: own timer at the step"),
+    number("dt", 0.0, "the step; 0 takes the scenario's", zero=True),
+    text("scenario", "", "scenario whose step is used when dt is 0 (path or bundled name)"),
+    count("min_subscribers", 0, "tip_wrench readers to wait for before the first wrench (held back in order)"),
+)
 
 
-def _descriptor(description: str, *, read_only: bool = True, low: float | None = None) -> ParameterDescriptor:
-    ranges = [] if low is None else [FloatingPointRange(from_value=low, to_value=1e9, step=0.0)]
-    return ParameterDescriptor(description=description, read_only=read_only, floating_point_range=ranges)
-
-
-class ForceReplayNode(Node):
+class ForceReplayNode(KitNode):
     """Replays a recorded tip force as ``geometry_msgs/WrenchStamped`` on ``tip_wrench``.
 
     Parameters
@@ -72,83 +81,47 @@ class ForceReplayNode(Node):
         If a parameter is invalid (one sentence naming it and what is accepted).
     """
 
+    doc = DOC
+
     def __init__(self, record: RecordedForce | None = None, **kwargs: Any) -> None:
         """Declare the parameters, read the record and wire ``/clock`` or the timer."""
+        self._given_record = record
         super().__init__(NODE_NAME, **kwargs)
-        declare = self.declare_parameter
-        source = str(
-            declare(
-                "source", "", _descriptor("recorded tip force: a .sklog.npz log (ext_force), a .csv or a bag")
-            ).value
-        )
-        topic = str(declare("topic", "tip_wrench", _descriptor("the WrenchStamped topic to read from a bag")).value)
-        offset = float(
-            declare("time_offset", 0.0, _descriptor("seconds added to the record's times before playing")).value
-        )
-        self.mode = str(
-            declare(
-                "mode",
-                HOLD,
-                _descriptor("hold: the record's value at each step's time; stepped: the mean over the step"),
-            ).value
-        )
-        self.timing = str(
-            declare(
-                "timing",
-                CLOCK,
-                _descriptor("clock: one wrench per new /clock time, stamped with it; timer: own timer at the step"),
-            ).value
-        )
-        step = float(declare("dt", 0.0, _descriptor("the step in s; 0 takes the scenario's", low=0.0)).value)
-        scenario = str(
-            declare(
-                "scenario", "", _descriptor("scenario whose step is used when dt is 0 (path or bundled name)")
-            ).value
-        )
-        self.min_subscribers = int(
-            declare(
-                "min_subscribers",
-                0,
-                ParameterDescriptor(
-                    description="tip_wrench readers (simulator, recorder) to wait for before the first wrench; "
-                    "wrenches are held back in order until then",
-                    read_only=True,
-                ),
-            ).value
-        )
-        if self.timing not in TIMINGS:
-            msg = f"parameter timing is '{self.timing}'; choose from {list(TIMINGS)}"
-            raise ValueError(msg)
-        if step < 0.0:
-            msg = f"parameter dt is {step}; give the step in seconds, or 0 to take the scenario's"
-            raise ValueError(msg)
-        if step == 0.0 and (self.mode == STEPPED or self.timing == TIMER):
-            step = load_arm(scenario).dt
+
+    def setup(self) -> None:
+        """Declare the parameters, read the record and wire ``/clock`` or the timer."""
+        p = declare_parameters(self, PARAMETERS, DOC)
+        self.mode, self.timing = p["mode"], p["timing"]
+        step = p["dt"]
+        if step == 0.0 and (self.mode == STEPPED or self.timing == TIMER_TIMING):
+            step = load_arm(p["scenario"]).dt
         self.dt = step
-        self.record = load_force(source, topic, offset) if record is None else record.shifted(offset)
+        record = self._given_record
+        offset = float(p["time_offset"])
+        self.record = load_force(p["source"], p["topic"], offset) if record is None else record.shifted(offset)
         self.player = ForcePlayer(self.record, self.mode, step if step > 0.0 else None)
         self.published = 0
-        self._held_back: list[tuple[float, float, int, int]] = []  # (fx, fy, sec, nanosec) until readers match
-        self._flush_timer: Timer | None = None
-
-        self._message = WrenchStamped()
-        self._message.header.frame_id = BASE_FRAME
+        readers = p["min_subscribers"]
+        # Until the readers the graph starts (simulator, recorder) are matched, wrenches wait in order.
+        self.out = HeldBack(
+            self, (lambda: self.ensure_publisher().get_subscription_count() >= readers) if readers else None
+        )
         self.wrench_pub: Publisher | None = None
         self._timer_start: int | None = None
-        self._timer: Timer
-        if self.timing == CLOCK:
+        self.timer: Timer
+        if self.timing == CLOCK_TIMING:
             # Subscribe first: a lockstep simulator starts when it sees our publisher, and
             # the publisher is created only once /clock has a publisher, so the first
             # clock message cannot be missed.
-            self.clock_sub = self.create_subscription(ClockMsg, "/clock", self.on_clock, QOS)
-            self._timer = self.create_timer(
+            self.clock_sub = self.create_subscription(ClockMsg, CLOCK, self.on_clock, KEEP_ALL)
+            self.timer = self.create_timer(
                 WATCH_PERIOD, self._watch_clock, clock=Clock(clock_type=ClockType.STEADY_TIME)
             )
         else:
-            self.wrench_pub = self.create_publisher(WrenchStamped, "tip_wrench", QOS)
-            self._timer = self.create_timer(step, self.on_timer)
+            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
+            self.timer = self.create_timer(step, self.on_timer)
         self.get_logger().info(
-            f"replaying {self.record!r} on tip_wrench: mode {self.mode}, timing {self.timing}"
+            f"replaying {self.record!r} on {TIP_WRENCH}: mode {self.mode}, timing {self.timing}"
             + (f", step {step} s" if step > 0.0 else "")
         )
 
@@ -157,13 +130,13 @@ class ForceReplayNode(Node):
     def _watch_clock(self) -> None:
         """Create the wrench publisher once ``/clock`` has a publisher."""
         if self.clock_sub.get_publisher_count() > 0:
-            self._timer.cancel()
+            self.timer.cancel()
             self.ensure_publisher()
 
     def ensure_publisher(self) -> Publisher:
         """Return the ``tip_wrench`` publisher, creating it when it does not exist yet."""
         if self.wrench_pub is None:
-            self.wrench_pub = self.create_publisher(WrenchStamped, "tip_wrench", QOS)
+            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
         return self.wrench_pub
 
     def on_clock(self, msg: ClockMsg) -> None:
@@ -178,7 +151,7 @@ class ForceReplayNode(Node):
             self._timer_start = now
         sec, nanosec = divmod(now, 1_000_000_000)
         if self.play((now - self._timer_start) * 1e-9, sec, nanosec):
-            self._timer.cancel()
+            self.timer.cancel()
 
     def play(self, t: float, sec: int, nanosec: int) -> bool:
         """Publish the force for time ``t`` on the record's time line, stamped ``(sec, nanosec)``.
@@ -209,61 +182,18 @@ class ForceReplayNode(Node):
         return step.ended
 
     def publish(self, force: NDArray[np.float64], sec: int, nanosec: int) -> None:
-        """Publish ``(fx, fy)`` in ``base`` stamped ``(sec, nanosec)``."""
-        publisher = self.ensure_publisher()
-        if self._held_back or publisher.get_subscription_count() < self.min_subscribers:
-            # Readers the graph starts (a recorder) are not matched yet: keep the wrenches, in order.
-            self._held_back.append((float(force[0]), float(force[1]), sec, nanosec))
-            if self._flush_timer is None:
-                steady = Clock(clock_type=ClockType.STEADY_TIME)
-                self._flush_timer = self.create_timer(WATCH_PERIOD, self._flush, clock=steady)
-            return
-        self._send(publisher, float(force[0]), float(force[1]), sec, nanosec)
-
-    def _flush(self) -> None:
-        """Send the wrenches held back once ``min_subscribers`` readers are matched."""
-        publisher = self.ensure_publisher()
-        if publisher.get_subscription_count() < self.min_subscribers:
-            return
-        held, self._held_back = self._held_back, []
-        for fx, fy, sec, nanosec in held:
-            self._send(publisher, fx, fy, sec, nanosec)
-        if self._flush_timer is not None:
-            self.destroy_timer(self._flush_timer)
-            self._flush_timer = None
-
-    def _send(self, publisher: Publisher, fx: float, fy: float, sec: int, nanosec: int) -> None:
-        message = self._message
+        """Publish ``(fx, fy)`` in ``base`` stamped ``(sec, nanosec)`` (held back until the readers match)."""
+        message = WrenchStamped()
+        message.header.frame_id = BASE_FRAME
         message.header.stamp.sec, message.header.stamp.nanosec = sec, nanosec
-        message.wrench.force.x, message.wrench.force.y = fx, fy
-        publisher.publish(message)
+        message.wrench.force.x, message.wrench.force.y = float(force[0]), float(force[1])
+        self.out.publish(self.ensure_publisher(), message)
         self.published += 1
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the force replay node until stopped; exit 1 at start-up when the source or a parameter is bad."""
-    argv = remove_ros_args(sys.argv if args is None else args)
-    argparse.ArgumentParser(
-        prog=NODE_NAME, description="skelarm_ros force replay; set parameters with --ros-args -p name:=value"
-    ).parse_args(argv[1:])
-    rclpy.init(args=sys.argv if args is None else args)
-    node: ForceReplayNode | None = None
-    try:
-        try:
-            node = ForceReplayNode()
-        except (ForceSourceError, ScenarioError, ValueError) as error:
-            rclpy.logging.get_logger(NODE_NAME).error(str(error))
-            return 1
-        except ParameterException as error:
-            rclpy.logging.get_logger(NODE_NAME).error(parameter_problem(error, "docs/force_replay.md"))
-            return 1
-        executor = node_executor(node)  # the EventsExecutor: in lockstep the simulator waits for each wrench
-        spin_until(node, executor)
-    finally:
-        if node is not None:
-            node.destroy_node()
-        try_shutdown()
-    return 0
+    return run_node(ForceReplayNode, name=NODE_NAME, description="skelarm_ros force replay.", doc=DOC, args=args)
 
 
 if __name__ == "__main__":

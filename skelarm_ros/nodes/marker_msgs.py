@@ -18,28 +18,43 @@ and in a controller that has an equilibrium or reference point, on the same
 Every array a caller publishes carries the same namespaces; a marker with
 nothing to show is sent as ``DELETE`` so rviz drops what it showed before. All
 markers are in ``base`` with an identity pose, so rviz shows them with ``base``
-as fixed frame and no TF. With a 500-point tip path one array costs about a
-millisecond to build.
+as fixed frame and no TF. :class:`SimulatorMarkers` is the simulator's use of it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from geometry_msgs.msg import Point
+import numpy as np
+from builtin_interfaces.msg import Time as TimeMsg
+from geometry_msgs.msg import Point, PointStamped
+from rclpy.clock import Clock, ClockType
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from skelarm_ros.interface import BASE_FRAME
-from skelarm_ros.markers import MarkerKind, MarkerStyle, equilibrium_shape, scene
+from skelarm_ros.interface import BASE_FRAME, MARKERS, TARGET
+from skelarm_ros.markers import (
+    SIMULATOR_PARTS,
+    ArmGeometry,
+    Goal,
+    MarkerKind,
+    MarkerStyle,
+    TipTrail,
+    color_rgba,
+    equilibrium_shape,
+    goals_from_config,
+    scene,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from builtin_interfaces.msg import Time
     from numpy.typing import ArrayLike
+    from rclpy.node import Node
+    from skelarm import Skeleton
 
-    from skelarm_ros.markers import ArmGeometry, MarkerShape
+    from skelarm_ros.markers import MarkerShape
 
 _TYPES = {
     MarkerKind.LINE_STRIP: Marker.LINE_STRIP,
@@ -133,3 +148,74 @@ def equilibrium_markers(
         The plane's frame (default ``base``).
     """
     return marker_array([equilibrium_shape(point, MarkerStyle() if style is None else style)], stamp, frame_id)
+
+
+class SimulatorMarkers:
+    """The simulator's ``markers``: the arm, its tip path, the goal and the applied tip force, on a wall-clock timer.
+
+    The goal is the scenario's (its colour and tolerance ring) until a ``target``
+    message moves it, as the controller follows the target live.
+
+    Parameters
+    ----------
+    node : Node
+        The simulator node (publisher, subscription and timer are its own).
+    skeleton : skelarm.Skeleton
+        The arm drawn.
+    config : Mapping[str, Any]
+        The scenario's tables (its task's goal).
+    rate : float
+        Markers per second (wall time).
+    state : Callable[[], tuple[tuple[int, int], Any, Any, Any]]
+        Returns the present ``((sec, nanosec), q, tip, applied force)``.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        skeleton: Skeleton,
+        config: Mapping[str, Any],
+        rate: float,
+        state: Callable[[], tuple[tuple[int, int], Any, Any, Any]],
+    ) -> None:
+        """Create the publisher, the target subscription and the timer."""
+        self._arm = ArmGeometry.from_skeleton(skeleton)
+        self._trail = TipTrail()
+        self._goal = next((goal for goal in goals_from_config(config) if goal.active), None)
+        self._state = state
+        self.publisher = node.create_publisher(MarkerArray, MARKERS, 10)
+        node.create_subscription(PointStamped, TARGET, self.on_target, 10)
+        node.create_timer(1.0 / rate, self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def clear(self) -> None:
+        """Forget the tip path (after a reset)."""
+        self._trail.clear()
+
+    def on_target(self, msg: PointStamped) -> None:
+        """Show a live reaching goal (the controller follows ``target``) instead of the scenario's."""
+        position = np.array([msg.point.x, msg.point.y])
+        if msg.header.frame_id in ("", BASE_FRAME) and np.isfinite(position).all():
+            tolerance = None if self._goal is None else self._goal.tolerance
+            color = "purple" if self._goal is None else self._goal.color
+            self._goal = Goal(position, color, tolerance)
+
+    def publish(self) -> None:
+        """Publish the scene of the present state, while someone reads it."""
+        if self.publisher.get_subscription_count() == 0:
+            return
+        (sec, nanosec), q, tip, force = self._state()
+        self._trail.append(tip)
+        goal = self._goal
+        self.publisher.publish(
+            arm_markers(
+                self._arm,
+                q,
+                TimeMsg(sec=sec, nanosec=nanosec),
+                trail=self._trail,
+                force=force,
+                target=None if goal is None else goal.position,
+                tolerance=None if goal is None else goal.tolerance,
+                target_color=None if goal is None else color_rgba(goal.color),
+                parts=SIMULATOR_PARTS,
+            )
+        )

@@ -18,7 +18,6 @@ the complete chunks. SIGINT and SIGTERM close the bag cleanly.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from datetime import UTC, datetime
@@ -26,28 +25,29 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags import qos_profile
-from skelarm_ros.nodes.spinning import parameter_problem, spin_until, try_shutdown
+from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
+from skelarm_ros.nodes.kit import KitNode, Param, choice, declare_parameters, number, run_node, text
 
-DEFAULT_TOPICS = [
-    "joint_states",
-    "joint_commands",
-    "effort_controller/commands",
-    "tip_wrench",
-    "tip",
-    "target",
-    "robot_description",
-]
+NODE_NAME = "recorder"
+DOC = "docs/bags.md"
 STORAGES = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}
+
+PARAMETERS = (
+    text("output", "", "bag folder to create (default recorder_<UTC time>)"),
+    choice("storage", tuple(STORAGES), "sqlite3 or mcap"),
+    Param(
+        "topics",
+        list(ARM_TOPICS),
+        "topics to record (relative names resolve in the namespace); controller/* always",
+    ),
+    number("flush_interval", 0.2, "time between sqlite3 commits (what survives a SIGKILL)"),
+    number("discovery_period", 0.1, "time between looks for new topics"),
+)
 
 
 def _message_class(msgtype: str) -> Any:
@@ -55,43 +55,21 @@ def _message_class(msgtype: str) -> Any:
     return getattr(importlib.import_module(f"{package}.{kind}"), name)
 
 
-class Recorder(Node):
+class Recorder(KitNode):
     """Subscribe to the arm graph's topics and write them into a rosbag2 bag."""
+
+    doc = DOC
+    events_executor = False
 
     def __init__(self, **kwargs: Any) -> None:
         """Declare parameters, open the bag and start discovery (never blocks)."""
-        super().__init__("recorder", **kwargs)
-        self.declare_parameter(
-            "output",
-            "",
-            ParameterDescriptor(description="bag folder to create (default recorder_<UTC time>)", read_only=True),
-        )
-        self.declare_parameter("storage", "sqlite3", ParameterDescriptor(description="sqlite3 or mcap", read_only=True))
-        self.declare_parameter(
-            "topics",
-            DEFAULT_TOPICS,
-            ParameterDescriptor(
-                description="topics to record (relative names resolve in the namespace); controller/* always",
-                read_only=True,
-            ),
-        )
-        self.declare_parameter(
-            "flush_interval",
-            0.2,
-            ParameterDescriptor(
-                description="seconds between sqlite3 commits (what survives a SIGKILL)", read_only=True
-            ),
-        )
-        self.declare_parameter(
-            "discovery_period",
-            0.1,
-            ParameterDescriptor(description="seconds between looks for new topics", read_only=True),
-        )
-        storage = str(self.get_parameter("storage").value)
-        if storage not in STORAGES:
-            msg = f"parameter storage is '{storage}'; choose sqlite3 or mcap"
-            raise ValueError(msg)
-        output = str(self.get_parameter("output").value) or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
+        super().__init__(NODE_NAME, **kwargs)
+
+    def setup(self) -> None:
+        """Declare parameters, open the bag and start discovery."""
+        p = declare_parameters(self, PARAMETERS, DOC)
+        storage = p["storage"]
+        output = str(p["output"]) or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
         if Path(output).exists():
             msg = f"output '{output}' exists already; choose another folder for the bag"
             raise ValueError(msg)
@@ -100,14 +78,14 @@ class Recorder(Node):
         self._store = get_typestore(Stores.ROS2_JAZZY)
         self._writer: Writer | None = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
         self._writer.open()
-        names = [str(t) for t in self.get_parameter("topics").value or []]
+        names = [str(topic) for topic in p["topics"] or []]
         self._wanted = {self._resolve(name) for name in names}
-        self._controller = self._resolve("controller") + "/"
+        self._controller = self._resolve(CONTROLLER_NAMESPACE) + "/"
         self._connections: dict[str, Any] = {}
         self._ignored: set[str] = set()
         self.count = 0
-        self.create_timer(float(self.get_parameter("discovery_period").value), self.discover)
-        self.create_timer(float(self.get_parameter("flush_interval").value), self.flush)
+        self.create_timer(p["discovery_period"], self.discover)
+        self.create_timer(p["flush_interval"], self.flush)
         self.get_logger().info(f"recording into {self.path} ({storage})")
 
     def _resolve(self, name: str) -> str:
@@ -167,37 +145,18 @@ class Recorder(Node):
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
-            # After a signal the context is down: log to the console only, not to /rosout.
-            logger = self.get_logger() if self.context.ok() else rclpy.logging.get_logger(self.get_logger().name)
-            logger.info(f"closed {self.path}: {self.count} messages")
+            self.get_logger().info(f"closed {self.path}: {self.count} messages")
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the recorder until SIGINT or SIGTERM, then close the bag."""
-    rclpy.init(args=args)
-    parser = argparse.ArgumentParser(prog="recorder", description="Record the arm graph's topics into a rosbag2 bag.")
-    parser.parse_args(rclpy.utilities.remove_ros_args(args if args is not None else sys.argv)[1:])
-    node: Recorder | None = None
-    code = 0
-    try:
-        node = Recorder()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        spin_until(node, executor)  # until SIGINT or SIGTERM shuts the context down
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as error:
-        rclpy.logging.get_logger("recorder").error(str(error))
-        code = 1
-    except ParameterException as error:
-        rclpy.logging.get_logger("recorder").error(parameter_problem(error, "docs/bags.md"))
-        code = 1
-    finally:
-        if node is not None:
-            node.close()
-            node.destroy_node()
-        try_shutdown()
-    return code
+    return run_node(
+        Recorder,
+        name=NODE_NAME,
+        description="Record the arm graph's topics into a rosbag2 bag.",
+        doc=DOC,
+        args=args,
+    )
 
 
 if __name__ == "__main__":

@@ -3,117 +3,117 @@
 
 """The ``simulator`` node: integrates a skelarm arm and publishes its state.
 
-A thin shell around :class:`skelarm_ros.simulation.Simulation`: parameters, topics,
-services and the step loop. In ``realtime`` mode a timer steps the arm under the
-newest command; in ``lockstep`` mode each step waits for the command stamped with
-the state it answers (docs/interfaces.md). See docs/simulator.md.
+A thin shell: :class:`skelarm_ros.simulation.Simulation` holds the arm and its
+inputs, :class:`skelarm_ros.lifecycle.SimulatorRun` decides when the run starts,
+waits, lapses and ends; this node declares the parameters, wires topics, services
+and timers, and says what the run says. In ``realtime`` mode a timer steps the arm
+under the newest command; in ``lockstep`` mode each step waits for the command
+stamped with the state it answers (docs/interfaces.md). See docs/simulator.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import rclpy
-from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
-from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSCompatibility,
-    QoSProfile,
-    ReliabilityPolicy,
-    qos_check_compatible,
-)
-from rclpy.serialization import deserialize_message
-from rclpy.task import Future
-from rclpy.utilities import remove_ros_args
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
-from visualization_msgs.msg import MarkerArray
 
-from skelarm_ros.cdr import JointStateLayout, JointStateWriter
+from skelarm_ros.cdr import JointStateWriter
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import (
     BASE_FRAME,
+    CLOCK,
+    COMMAND_INTERFACES,
+    COMMAND_TOPICS,
+    COMMANDS,
+    JOINT_STATE_TYPE,
+    JOINT_STATES,
+    LOCKSTEP,
+    MODES,
+    PAUSE_SERVICE,
+    RESET_SERVICE,
+    ROBOT_DESCRIPTION,
+    TIP,
+    TIP_WRENCH,
     check_effort_limits,
     check_mode,
-    check_non_negative,
-    check_positive,
+    stamp_text,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.markers import SIMULATOR_PARTS, ArmGeometry, Goal, TipTrail, color_rgba, goals_from_config
-from skelarm_ros.nodes.marker_msgs import arm_markers
-from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
-from skelarm_ros.scenario import ScenarioError, load_arm
-from skelarm_ros.simulation import (
-    COMMAND,
-    LAPSED,
-    RESUMED,
-    STALE_COMMAND,
-    STALE_WRENCH,
-    WRENCH,
-    LockstepPairing,
-    Simulation,
-    lockstep_missing,
+from skelarm_ros.lifecycle import SimulatorRun, start_missing
+from skelarm_ros.nodes.kit import (
+    KEEP_ALL,
+    LATCHED,
+    JointStateInput,
+    KitNode,
+    choice,
+    count,
+    declare_parameters,
+    flag,
+    floats,
+    live_parameters,
+    matching_readers,
+    number,
+    publishing_nodes,
+    say,
+    strings,
+    text,
+    wait_for_acknowledgements,
 )
+from skelarm_ros.nodes.kit import run_node as _run_node
+from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
+from skelarm_ros.nodes.spinning import stop_requested
+from skelarm_ros.scenario import load_arm
+from skelarm_ros.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-    from rclpy.publisher import Publisher
-    from rclpy.timer import Timer
+    import numpy as np
+    from numpy.typing import NDArray
 
 NODE_NAME = "simulator"
-WATCH_PERIOD = 0.02  # s, how often lockstep checks for its controller and its timeout
+DOC = "docs/simulator.md"
+WATCH_PERIOD = 0.02  # s, how often the start condition and the lockstep timeout are looked at
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
-START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
-WAIT_REPORT = 5.0  # s, how often a start that waits says what for
-STATE_TYPE = "sensor_msgs/msg/JointState"
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
-ACK_SLICE = 0.05  # s, the longest one acknowledgement wait lasts before checking for a shutdown
 
-# Reliable keep-all: a slow reliable reader holds the loop back instead of losing steps.
-LOCKSTEP_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
 REALTIME_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
-LATCHED_QOS = QoSProfile(
-    history=HistoryPolicy.KEEP_LAST,
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+
+PARAMETERS = (
+    text("scenario", "", "skelarm scenario or robot TOML (path or bundled name; empty: reach)"),
+    number("dt", 0.0, "integration step; 0 takes the scenario's", zero=True),
+    strings("joint_names", "joint names in arm order; empty for j1..jN"),
+    choice("mode", MODES, "realtime (a timer at the step) or lockstep (each step waits for its command)"),
+    choice(
+        "command_interface",
+        COMMAND_INTERFACES,
+        "commands (Float64MultiArray on effort_controller/commands) or joint_commands (JointState by name, effort)",
+    ),
+    number("command_timeout", 0.5, "realtime: an older command gives zero torque (pauses not counted)", live=True),
+    floats("effort_limits", "per-joint torque limits (N*m) commands are clamped to; empty for none", live=True),
+    number("wrench_tolerance", 1e-6, "largest tip force.z / torque taken as zero", "N or N*m", zero=True, live=True),
+    flag("publish_clock", True, "publish simulated time on /clock"),
+    number("real_time_factor", 1.0, "realtime: timer period dt/real_time_factor", "simulated s per wall s"),
+    number("lockstep_timeout", 5.0, "lockstep: longest wait for a step's command (and wrench)", live=True),
+    number("duration", 0.0, "simulated seconds to run; 0 until stopped", zero=True),
+    flag("wait_for_wrench", False, "lockstep: also wait for the tip_wrench stamped with each step's time"),
+    count("min_subscribers", 0, "joint_states readers to wait for before step 0 (lockstep: at least one)", 1000),
+    flag("wait_for_controller", False, "realtime: publish step 0 only once a controller publishes commands"),
+    count("thread_priority", 0, "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none", 99),
+    number("markers_rate", 30.0, "rate of the markers for rviz (wall time); 0 turns them off", "Hz", zero=True),
 )
 
 
-def _full_name(namespace: str, name: str) -> str:
-    return f"{namespace.rstrip('/')}/{name}"
-
-
-def _descriptor(description: str, *, read_only: bool = False, low: float | None = None) -> ParameterDescriptor:
-    ranges = [] if low is None else [FloatingPointRange(from_value=low, to_value=1e9, step=0.0)]
-    return ParameterDescriptor(description=description, read_only=read_only, floating_point_range=ranges)
-
-
-def _count_descriptor(description: str, high: int) -> ParameterDescriptor:
-    """Return a read-only integer parameter descriptor for values from 0 to ``high``."""
-    return ParameterDescriptor(
-        description=description, read_only=True, integer_range=[IntegerRange(from_value=0, to_value=high, step=1)]
-    )
-
-
-class SimulatorNode(Node):
+class SimulatorNode(KitNode):
     """Simulates a skelarm arm and publishes ``joint_states``, ``tip``, ``/clock`` and ``robot_description``.
 
     Parameters
@@ -129,210 +129,93 @@ class SimulatorNode(Node):
         If a parameter is invalid (one sentence naming it and what is accepted).
     """
 
+    doc = DOC
+    now = staticmethod(time.monotonic)
+    """The steady clock the run's times come from (seconds)."""
+
     def __init__(self, **kwargs: Any) -> None:
         """Declare the parameters, load the arm and wire topics, services and the step loop."""
         super().__init__(NODE_NAME, **kwargs)
-        declare = self.declare_parameter
-        scenario = declare(
-            "scenario",
-            "",
-            _descriptor("skelarm scenario or robot TOML (path or bundled name; empty: reach)", read_only=True),
-        ).value
-        dt = declare("dt", 0.0, _descriptor("integration step in s; 0 takes the scenario's", read_only=True, low=0.0))
-        names = declare(
-            "joint_names",
-            Parameter.Type.STRING_ARRAY,
-            _descriptor("joint names in arm order; empty for j1..jN", read_only=True),
-        ).value
-        self.mode = str(declare("mode", "realtime", _descriptor("realtime or lockstep", read_only=True)).value)
-        self.command_interface = str(
-            declare(
-                "command_interface",
-                "commands",
-                _descriptor(
-                    "commands (Float64MultiArray on effort_controller/commands) or joint_commands "
-                    "(JointState by name, effort field)",
-                    read_only=True,
-                ),
-            ).value
+
+    def setup(self) -> None:
+        """Declare the parameters, build the simulation and its run, and wire the node."""
+        p = declare_parameters(self, PARAMETERS, DOC)
+        check_mode(p["mode"], p["command_interface"])
+        arm = load_arm(p["scenario"] or None)
+        limits, tolerance = p["effort_limits"] or [], p["wrench_tolerance"]
+        self.sim = Simulation(arm, p["joint_names"] or [], dt=p["dt"], effort_limits=limits, wrench_tolerance=tolerance)
+        self.lockstep = p["mode"] == LOCKSTEP
+        self.wait_for_wrench = bool(p["wait_for_wrench"])
+        self.min_subscribers = int(p["min_subscribers"])
+        self._need_controller = self.lockstep or bool(p["wait_for_controller"])
+        self.run = SimulatorRun(
+            p["mode"],
+            self.sim.dt,
+            duration=p["duration"],
+            command_timeout=p["command_timeout"],
+            lockstep_timeout=p["lockstep_timeout"],
+            start_condition=self._need_controller or self.min_subscribers > 0,
         )
-        timeout = declare(
-            "command_timeout", 0.5, _descriptor("realtime: a command older than this (s) gives zero torque", low=0.0)
-        ).value
-        limits = declare(
-            "effort_limits",
-            Parameter.Type.DOUBLE_ARRAY,
-            _descriptor("per-joint torque limits (N*m) commands are clamped to; empty for none"),
-        ).value
-        tolerance = declare(
-            "wrench_tolerance",
-            1e-6,
-            _descriptor("largest tip-wrench force.z / torque accepted as zero", low=0.0),
-        ).value
-        self.publish_clock = bool(
-            declare("publish_clock", True, _descriptor("publish simulated time on /clock", read_only=True)).value
-        )
-        rtf = declare(
-            "real_time_factor",
-            1.0,
-            _descriptor("realtime: simulated seconds per wall second (timer period dt/rtf)", read_only=True, low=0.0),
-        ).value
-        self.lockstep_timeout = check_positive(
-            "lockstep_timeout",
-            declare(
-                "lockstep_timeout",
-                5.0,
-                _descriptor("lockstep: longest wait (s) for a step's command (and wrench) before failing", low=0.0),
-            ).value,
-        )
-        self.duration = check_non_negative(
-            "duration",
-            declare(
-                "duration", 0.0, _descriptor("simulated seconds to run, 0 until stopped", read_only=True, low=0.0)
-            ).value,
-        )
-        self.wait_for_wrench = bool(
-            declare(
-                "wait_for_wrench",
-                False,
-                _descriptor("lockstep: also wait for the tip_wrench stamped with each step's time", read_only=True),
-            ).value
-        )
-        self.min_subscribers = int(
-            declare(
-                "min_subscribers",
-                0,
-                _count_descriptor(
-                    "joint_states readers to wait for before step 0 (controller, recorder, ...); "
-                    "lockstep waits for at least one",
-                    1000,
-                ),
-            ).value
-        )
-        self.wait_for_controller = bool(
-            declare(
-                "wait_for_controller",
-                False,
-                _descriptor(
-                    "realtime: publish step 0 only once a controller publishes commands (lockstep always waits)",
-                    read_only=True,
-                ),
-            ).value
-        )
-        self.thread_priority = int(
-            declare(
-                "thread_priority",
-                0,
-                _count_descriptor(
-                    "SCHED_FIFO priority (1-99) for every thread of the process, if permitted; "
-                    "0 leaves the scheduler alone",
-                    99,
-                ),
-            ).value
-        )
-        markers_rate = declare(
-            "markers_rate",
-            30.0,
-            _descriptor("rate (Hz, wall time) of the markers for rviz; 0 turns them off", read_only=True, low=0.0),
-        ).value
-        check_mode(self.mode, self.command_interface)
-        rtf = check_positive("real_time_factor", rtf, "simulated s per wall s")
-        arm = load_arm(scenario or None)
-        self.sim = Simulation(
-            arm,
-            names or [],
-            dt=dt.value,
-            command_timeout=timeout,
-            effort_limits=limits or [],
-            wrench_tolerance=tolerance,
-        )
-        self.lockstep = self.mode == "lockstep"
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
-        self.last_step = round(self.duration / self.sim.dt) if self.duration > 0.0 else None
-        self.finished: Future = Future()
-        self.state_listeners: list[Callable[[SimulatorNode, tuple[int, int]], None]] = []
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.thread_priority = int(p["thread_priority"])
+        joints = self.sim.num_joints
+        live_parameters(
+            self,
+            PARAMETERS,
+            self._apply_parameters,
+            checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
+        )
         self._loggers = {
             kind: self.get_logger().get_child(kind.replace(" ", "_"))
             for kind in (COMMAND, WRENCH, STALE_COMMAND, STALE_WRENCH)
         }
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._wire(p, arm)
+        self.get_logger().info(
+            f"simulating {joints} joints {self.sim.joint_names} from '{arm.path}' at dt={self.sim.dt} s "
+            f"in {p['mode']} mode"
+        )
 
-        qos = LOCKSTEP_QOS if self.lockstep else REALTIME_QOS
-        self.state_pub = self.create_publisher(JointState, "joint_states", qos)
-        self.tip_pub = self.create_publisher(PointStamped, "tip", qos)
-        self.clock_pub = self.create_publisher(ClockMsg, "/clock", qos) if self.publish_clock else None
-        self.description_pub = self.create_publisher(String, "robot_description", LATCHED_QOS)
-        if self.command_interface == "commands":
-            self.command_sub = self.create_subscription(
-                Float64MultiArray, "effort_controller/commands", self._on_commands, qos
-            )
+    def _wire(self, p: dict[str, Any], arm: Any) -> None:
+        qos = KEEP_ALL if self.lockstep else REALTIME_QOS
+        self.state_pub = self.create_publisher(JointState, JOINT_STATES, qos)
+        self.tip_pub = self.create_publisher(PointStamped, TIP, qos)
+        self.clock_pub = self.create_publisher(ClockMsg, CLOCK, qos) if p["publish_clock"] else None
+        self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION, LATCHED)
+        topic = COMMAND_TOPICS[p["command_interface"]]
+        if p["command_interface"] == COMMANDS:
+            self.command_sub = self.create_subscription(Float64MultiArray, topic, self.on_commands, qos)
         else:
-            # Raw: the commands' bytes are read directly (skelarm_ros.cdr), without rclpy's message conversion.
-            self.command_sub = self.create_subscription(
-                JointState, "joint_commands", self._on_joint_commands_bytes, qos, raw=True
-            )
-            self._command_layout = JointStateLayout()
-        self.wrench_sub = self.create_subscription(WrenchStamped, "tip_wrench", self._on_wrench, qos)
-        self.create_service(Trigger, "simulator/reset", self._on_reset)
-        self.create_service(SetBool, "simulator/pause", self._on_pause)
-
+            self.command_input = JointStateInput(self, topic, qos, self.on_joint_command, self.on_damaged_command)
+            self.command_sub = self.command_input.subscription
+        self.wrench_sub = self.create_subscription(WrenchStamped, TIP_WRENCH, self.on_wrench, qos)
+        self.create_service(Trigger, RESET_SERVICE, self.on_reset)
+        self.create_service(SetBool, PAUSE_SERVICE, self.on_pause)
         joints = self.sim.num_joints
         self._state_writer = JointStateWriter(self.sim.joint_names, (joints, joints, joints))
         self._tip_msg = PointStamped()
         self._tip_msg.header.frame_id = BASE_FRAME
         self._clock_msg = ClockMsg()
-        self.description_pub.publish(
-            String(data=skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=limits or None))
+        urdf = skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=p["effort_limits"] or None)
+        self.description_pub.publish(String(data=urdf))
+        self.markers = None
+        if p["markers_rate"] > 0.0:
+            self.markers = SimulatorMarkers(self, arm.skeleton, arm.config, p["markers_rate"], self._drawn_state)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
+        if not self.lockstep:
+            self._step_timer = self.create_timer(self.sim.dt / p["real_time_factor"], self.tick, clock=steady)
+
+    def _apply_parameters(self, values: dict[str, Any]) -> None:
+        """Apply a checked set of tunable parameters."""
+        if "effort_limits" in values:
+            self.sim.set_effort_limits(values["effort_limits"])
+        if "wrench_tolerance" in values:
+            self.sim.wrench_tolerance = values["wrench_tolerance"]
+        self.run.set_timeouts(
+            command_timeout=values.get("command_timeout"), lockstep_timeout=values.get("lockstep_timeout")
         )
 
-        self.marker_pub: Publisher | None = None
-        if markers_rate > 0.0:
-            self._marker_arm = ArmGeometry.from_skeleton(arm.skeleton)
-            self._trail = TipTrail()
-            self._goal = next((goal for goal in goals_from_config(arm.config) if goal.active), None)
-            self.marker_pub = self.create_publisher(MarkerArray, "markers", 10)
-            self.create_subscription(PointStamped, "target", self._on_target, 10)
-            self.create_timer(1.0 / markers_rate, self.publish_markers, clock=self._steady)
-
-        self.started = False
-        self._run_start = 0.0
-        self._ready_since: float | None = None
-        self._wait_since = 0.0
-        self._told_halt = False
-        self._step_timer: Timer
-        if self.lockstep:
-            self._step_timer = self.create_timer(WATCH_PERIOD, self._watch, clock=self._steady)
-            self.get_logger().info("lockstep: waiting for a controller (a publisher on joint_commands)")
-        else:
-            self._step_timer = self.create_timer(self.sim.dt / rtf, self.tick, clock=self._steady)
-        self.get_logger().info(
-            f"simulating {self.sim.num_joints} joints {self.sim.joint_names} from '{arm.path}' "
-            f"at dt={self.sim.dt} s in {self.mode} mode"
-        )
-
-    # -- parameters ------------------------------------------------------------------------------
-
-    def _on_set_parameters(self, parameters: list[Parameter]) -> SetParametersResult:
-        """Validate tunable parameters and apply them live (all or none)."""
-        updates: dict[str, Any] = {}
-        try:
-            for parameter in parameters:
-                if parameter.name == "command_timeout":
-                    updates["command_timeout"] = check_positive("command_timeout", parameter.value)
-                elif parameter.name == "effort_limits":
-                    updates["effort_limits"] = check_effort_limits(parameter.value or [], self.sim.num_joints)
-                elif parameter.name == "wrench_tolerance":
-                    updates["wrench_tolerance"] = check_non_negative("wrench_tolerance", parameter.value, "N or N*m")
-                elif parameter.name == "lockstep_timeout":
-                    updates["lockstep_timeout"] = check_positive("lockstep_timeout", parameter.value)
-        except (TypeError, ValueError) as error:
-            return SetParametersResult(successful=False, reason=str(error))
-        for name, value in updates.items():
-            setattr(self if name == "lockstep_timeout" else self.sim, name, value)
-        return SetParametersResult(successful=True)
-
-    # -- inputs ----------------------------------------------------------------------------------
+    # -- saying --------------------------------------------------------------------------------------
 
     def _reject(self, kind: str, error: Rejected) -> None:
         self._loggers[kind].warning(
@@ -340,61 +223,55 @@ class SimulatorNode(Node):
             throttle_duration_sec=WARN_EVERY,
         )
 
-    def _stale(self, kind: str, topic: str, sec: int, nanosec: int) -> None:
+    def _stale(self, kind: str, topic: str, stamp_ns: int) -> None:
         self._loggers[kind].warning(
-            f"ignored a {topic} message stamped {sec}.{nanosec:09d} s while waiting for the one stamped "
+            f"ignored a {topic} message stamped {stamp_text(stamp_ns)} while waiting for the one stamped "
             f"{self._expected_text()} ({self.sim.rejected[kind]} stale so far)",
             throttle_duration_sec=WARN_EVERY,
         )
 
-    def _hold(self, tau: np.ndarray, stamp_ns: int | None = None) -> None:
-        if self.sim.hold_command(tau, self.get_clock().now().nanoseconds * 1e-9, stamp_ns) == RESUMED:
-            self.get_logger().info("commands resumed; applying them again")
+    def _expected_text(self) -> str:
+        return f"{stamp_text(self.sim.stamp_ns())} (step {self.sim.steps})"
 
-    def _on_commands(self, msg: Float64MultiArray) -> None:
+    # -- inputs ----------------------------------------------------------------------------------------
+
+    def on_commands(self, msg: Float64MultiArray) -> None:
+        """Take an ``effort_controller/commands`` message (values in joint order)."""
         try:
             tau = self.sim.command_from_array(msg.data)
         except Rejected as error:
             self._reject(COMMAND, error)
             return
-        self._hold(tau)
+        self._hold(tau, None)
 
-    def _on_joint_commands_bytes(self, data: bytes) -> None:
-        """Take a serialized ``joint_commands`` message: read directly when of the known layout, else decoded."""
-        layout = self._command_layout
-        values = layout.values(data)
-        if values is not None:
-            start = 2 + layout.counts[0] + layout.counts[1]
-            self._command(layout.names, values[start : start + layout.counts[2]], values[0], values[1])
-            return
+    def on_damaged_command(self, problem: str) -> None:
+        """Count and report a command that could not be deserialized."""
+        self.sim.rejected[COMMAND] += 1
+        self._reject(COMMAND, Rejected(problem))
+
+    def on_joint_command(
+        self, names: Sequence[str], _position: Any, _velocity: Any, effort: Sequence[float], sec: int, nanosec: int
+    ) -> None:
+        """Take a ``joint_commands`` message's fields: held (realtime) or paired with its step (lockstep)."""
         try:
-            msg = deserialize_message(data, JointState)
-        except Exception as error:  # rclpy raises several types on damaged bytes
-            self.sim.rejected[COMMAND] += 1
-            self._reject(COMMAND, Rejected(f"a joint_commands message could not be deserialized ({error})"))
-            return
-        layout.learn(data, msg)
-        self._on_joint_commands(msg)
-
-    def _on_joint_commands(self, msg: JointState) -> None:
-        stamp = msg.header.stamp
-        self._command(msg.name, msg.effort, stamp.sec, stamp.nanosec)
-
-    def _command(self, names: Sequence[str], efforts: Sequence[float], sec: int, nanosec: int) -> None:
-        try:
-            tau = self.sim.command_from_joint_state(names, efforts)
+            tau = self.sim.command_from_joint_state(names, effort)
         except Rejected as error:
             self._reject(COMMAND, error)
             return
+        stamp_ns = stamp_to_nanoseconds(sec, nanosec)
         if not self.lockstep:
-            self._hold(tau, stamp_to_nanoseconds(sec, nanosec))
-            return
-        if not self.pairing.offer_command(stamp_to_nanoseconds(sec, nanosec), tau):
-            self._stale(STALE_COMMAND, "joint_commands", sec, nanosec)
-            return
-        self._try_step()
+            self._hold(tau, stamp_ns)
+        elif self.pairing.offer_command(stamp_ns, tau):
+            self._try_step()
+        else:
+            self._stale(STALE_COMMAND, self.command_sub.topic_name, stamp_ns)
 
-    def _on_wrench(self, msg: WrenchStamped) -> None:
+    def _hold(self, tau: NDArray[np.float64], stamp_ns: int | None) -> None:
+        self.sim.hold_command(tau, stamp_ns)
+        say(self, self.run.command_arrived(self.now()))
+
+    def on_wrench(self, msg: WrenchStamped) -> None:
+        """Take a ``tip_wrench`` message: held (realtime) or paired with its step (lockstep)."""
         wrench = msg.wrench
         try:
             force = self.sim.wrench_force(
@@ -408,53 +285,47 @@ class SimulatorNode(Node):
         if not (self.lockstep and self.wait_for_wrench):
             self.sim.hold_force(force)
             return
-        stamp = msg.header.stamp
-        if not self.pairing.offer_force(stamp_to_nanoseconds(stamp.sec, stamp.nanosec), force):
-            self._stale(STALE_WRENCH, "tip_wrench", stamp.sec, stamp.nanosec)
-            return
-        self._try_step()
+        stamp_ns = stamp_to_nanoseconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
+        if self.pairing.offer_force(stamp_ns, force):
+            self._try_step()
+        else:
+            self._stale(STALE_WRENCH, self.wrench_sub.topic_name, stamp_ns)
 
-    # -- services --------------------------------------------------------------------------------
+    # -- services --------------------------------------------------------------------------------------
 
-    def _on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    def on_reset(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Serve ``simulator/reset``: back to the initial state, a new time line."""
         self.sim.reset()
-        if self.marker_pub is not None:
-            self._trail.clear()
-        self._told_halt = False
-        if not self.lockstep or self.started:
+        if self.markers is not None:
+            self.markers.clear()
+        self.run.reset(self.now())
+        if self.run.started:
             self._begin_step()
         response.success = True
         response.message = "reset to the initial state; time restarts at 0"
         self.get_logger().info(response.message)
         return response
 
-    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        sec, nanosec = self.sim.stamp()
-        self.sim.paused = bool(request.data)
-        word = "paused" if self.sim.paused else "resumed"
+    def on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """Serve ``simulator/pause``: true pauses, false resumes."""
+        now = self.now()
+        if request.data:
+            self.run.pause(now)
+        else:
+            self.run.resume(now)
+        word = "paused" if self.run.paused else "resumed"
         response.success = True
-        response.message = f"{word} at stamp {sec}.{nanosec:09d} s ({self.sim.stamp_ns()} ns, step {self.sim.steps})"
+        stamp = self.sim.stamp_ns()
+        response.message = f"{word} at stamp {stamp_text(stamp)} ({stamp} ns, step {self.sim.steps})"
         self.get_logger().info(response.message)
-        if not self.sim.paused and self.lockstep and self.started:
-            self._wait_since = self._now()
+        if not self.run.paused and self.lockstep:
             self._try_step()
         return response
 
-    # -- stepping --------------------------------------------------------------------------------
-
-    def _now(self) -> float:
-        return time.monotonic()  # the steady clock, without building an rclpy Time per step
+    # -- stepping ----------------------------------------------------------------------------------------
 
     def publish_state(self) -> None:
-        """Publish ``/clock`` (when enabled), ``joint_states`` and ``tip`` for the present state.
-
-        ``joint_states`` goes out as bytes written by :class:`skelarm_ros.cdr.JointStateWriter`
-        (what rclpy would serialize, without building a message). ``/clock`` and ``tip``
-        are published only while someone reads them: with volatile durability a message
-        nobody reads is dropped anyway, and a reader that joins gets the next one.
-        Afterwards each function in :attr:`state_listeners` is called with the node and
-        the state's stamp, so other outputs (markers) can be added without changing this.
-        """
+        """Publish ``/clock`` and ``tip`` (only while read: they are volatile) and ``joint_states`` (as bytes)."""
         sec, nanosec = self.sim.stamp()
         engine = self.sim.engine
         if self.clock_pub is not None and self.clock_pub.get_subscription_count():
@@ -469,255 +340,108 @@ class SimulatorNode(Node):
             tip.header.stamp.sec, tip.header.stamp.nanosec = sec, nanosec
             tip.point.x, tip.point.y = x, y
             self.tip_pub.publish(tip)
-        for listener in self.state_listeners:
-            listener(self, (sec, nanosec))
 
-    def _on_target(self, msg: PointStamped) -> None:
-        """Show a live reaching goal (the controller follows ``target``) instead of the scenario's."""
-        position = np.array([msg.point.x, msg.point.y])
-        if msg.header.frame_id in ("", BASE_FRAME) and np.isfinite(position).all():
-            tolerance = None if self._goal is None else self._goal.tolerance
-            color = "purple" if self._goal is None else self._goal.color
-            self._goal = Goal(position, color, tolerance)
-
-    def publish_markers(self) -> None:
-        """Publish the arm, its tip path, the scenario's target and the applied tip force as markers."""
-        if self.marker_pub is None or self.marker_pub.get_subscription_count() == 0:
-            return
-        sec, nanosec = self.sim.stamp()
-        self._trail.append(self.sim.tip())
-        goal = self._goal
-        self.marker_pub.publish(
-            arm_markers(
-                self._marker_arm,
-                self.sim.engine.q,
-                TimeMsg(sec=sec, nanosec=nanosec),
-                trail=self._trail,
-                force=self.sim.applied_force,
-                target=None if goal is None else goal.position,
-                tolerance=None if goal is None else goal.tolerance,
-                target_color=None if goal is None else color_rgba(goal.color),
-                parts=SIMULATOR_PARTS,
-            )
-        )
+    def _drawn_state(self) -> tuple[tuple[int, int], Any, Any, Any]:
+        return self.sim.stamp(), self.sim.engine.q, self.sim.tip(), self.sim.applied_force
 
     def _begin_step(self) -> None:
         if self.lockstep:
             self.pairing.expect(self.sim.stamp_ns())
-            self._wait_since = self._now()
+            self.run.awaiting(self.now())
         self.publish_state()
 
-    def _say_halted(self) -> None:
-        if not self._told_halt:
-            self._told_halt = True
-            self.get_logger().error(self.sim.halted)
-
-    def _after_step(self) -> bool:
-        """Publish the new state; return whether the run goes on."""
-        if self.last_step is not None and self.sim.steps >= self.last_step:
+    def _advance(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> None:
+        """Step once; publish the next state unless the run ended (then publish the last one)."""
+        if not self.sim.advance(tau, force):
+            say(self, self.run.halted(self.sim.halted))
+            return
+        said = self.run.stepped(self.now(), self.sim.steps, self.sim.t)
+        if self.run.finished:
             self.publish_state()
-            self.get_logger().info(self.run_summary() + "; stopping")
-            self.finish(0)
-            return False
+            say(self, said)
+            self.finish(self.run.code or 0)
+            return
         self._begin_step()
-        return True
 
-    def run_summary(self) -> str:
-        """One sentence on the run so far: steps, simulated and wall time, rate, and (realtime) answered commands.
+    def tick(self) -> None:
+        """Realtime step: apply the held command (zero after a lapse) and the held force, step, publish."""
+        if not self.run.stepping:
+            return
+        live, said = self.run.command_live(self.now())
+        say(self, said)
+        self._advance(self.sim.held_command(live))
 
-        The wall time runs from the first published state to now, so ``steps / wall``
-        is the loop's rate.
-        """
-        wall = time.perf_counter() - self._run_start if self.started else 0.0
-        rate = f"{self.sim.steps / wall:.0f}" if wall > 0.0 else "-"
-        text = f"ran {self.sim.steps} steps ({self.sim.t:.6g} s simulated) in {wall:.6g} s wall time ({rate} steps/s)"
+    def _try_step(self) -> None:
+        """Lockstep: step when the awaited command (and wrench) are there."""
+        if self.run.stepping and self.pairing.ready():
+            command, force = self.pairing.take()
+            self._advance(command, force)
+
+    def begin(self) -> None:
+        """Start the run now, whatever the start condition says, and publish step 0's state."""
+        say(self, self.run.start(self.now()))
+        self._begin_step()
+
+    def watch(self) -> None:
+        """Start once the graph is ready; end a lockstep run whose step waits too long."""
+        now = self.now()
+        if not self.run.started:
+            say(self, self.run.poll_start(now, self.start_missing() if self.run.start_condition else []))
+            if self.run.started:
+                self._begin_step()
+            return
+        if self.sim.halted:  # a halted lockstep run waits for a reset, not for a command
+            self.run.awaiting(now)
+            return
+        missing = " and ".join(self.pairing.missing())
+        sources = f"a controller answering joint_states on {self.command_sub.topic_name}"
+        if self.wait_for_wrench:
+            sources += f" and a force source on {self.wrench_sub.topic_name}"
+        say(self, self.run.check_wait(now, f"{missing} stamped {self._expected_text()}", sources))
+        if self.run.finished:
+            self.finish(self.run.code or 1)
+
+    def start_missing(self) -> list[str]:
+        """Return what step 0 still waits for (:func:`skelarm_ros.lifecycle.start_missing`), from the graph."""
+        return start_missing(
+            self.command_sub.get_publisher_count(),
+            publishing_nodes(self, self.command_sub.topic_name),
+            matching_readers(self, self.state_pub, JOINT_STATE_TYPE),
+            self.state_pub.get_subscription_count(),
+            wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
+            min_readers=self.min_subscribers,
+            need_controller=self._need_controller,
+            command_topic=self.command_sub.topic_name,
+        )
+
+    # -- the end ------------------------------------------------------------------------------------------
+
+    def summary(self) -> str:
+        """One sentence on the run so far (each time line), with realtime's answered-command share."""
+        text = self.run.summary()
         if not self.lockstep and self.sim.answered.total:
             text += f"; {self.sim.answered.summary()}"
         return text
 
-    def _start_run(self) -> None:
-        self.started = True
-        self._run_start = time.perf_counter()
+    def stop_report(self) -> str:
+        """Return what a stop by a signal says: the run's summary."""
+        return f"stopped by a signal; {self.summary()}"
 
-    def tick(self) -> None:
-        """Realtime step: apply the held command (or zero) and the held force, step, publish."""
-        if self.finished.done():
-            return
-        if not self.started:
-            if (self.min_subscribers == 0 and not self.wait_for_controller) or self._ready_to_start():
-                self._start_run()
-                self.publish_state()
-            return
-        if self.sim.paused:
-            return
-        if self.sim.halted:
-            self._say_halted()
-            return
-        tau, event = self.sim.held_command(self.get_clock().now().nanoseconds * 1e-9)
-        if event == LAPSED:
-            self.get_logger().warning(
-                f"no effort command for over command_timeout={self.sim.command_timeout} s; "
-                "applying zero torque until commands resume"
-            )
-        if self.sim.advance(tau):
-            self._after_step()
-        else:
-            self._say_halted()
-
-    def _try_step(self) -> None:
-        """Lockstep: step when the awaited command (and wrench) are there, then publish the next state."""
-        if not self.started or self.sim.paused or self.finished.done() or not self.pairing.ready():
-            return
-        command, force = self.pairing.take()
-        if self.sim.advance(command, force):
-            self._after_step()
-        else:
-            self._say_halted()
-
-    def _lockstep_missing(self) -> list[str]:
-        """Return what lockstep waits for before step 0 (:func:`skelarm_ros.simulation.lockstep_missing`).
-
-        Only ``joint_states`` readers that can match the publisher count: a reader of
-        another type or with an incompatible QoS (transient local, say) is never matched
-        and must not hold the start back forever.
-        """
-        topic = self.state_pub.topic_name
-        me = (self.get_namespace(), self.get_name())
-        # The publisher's QoS as the graph states it (defaults resolved), once it is there.
-        own = next(
-            (
-                info.qos_profile
-                for info in self.get_publishers_info_by_topic(topic)
-                if (info.node_namespace, info.node_name) == me
-            ),
-            None,
-        )
-        readers = [
-            _full_name(info.node_namespace, info.node_name)
-            for info in self.get_subscriptions_info_by_topic(topic)
-            if info.topic_type == STATE_TYPE
-            and (own is None or qos_check_compatible(own, info.qos_profile)[0] != QoSCompatibility.ERROR)
-        ]
-        commanding = {
-            _full_name(info.node_namespace, info.node_name)
-            for info in self.get_publishers_info_by_topic(self.command_sub.topic_name)
-        }
-        return lockstep_missing(
-            self.command_sub.get_publisher_count(),
-            commanding,
-            readers,
-            self.state_pub.get_subscription_count(),
-            wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
-            min_readers=self.min_subscribers,
-            need_controller=self.lockstep or self.wait_for_controller,
-            command_topic=self.command_sub.topic_name,
-        )
-
-    def _ready_to_start(self) -> bool:
-        """Whether step 0 can go out: nothing missing (see :meth:`_lockstep_missing`) for START_SETTLE s."""
-        waiting = self._lockstep_missing()
-        if waiting:
-            self._ready_since = None
-            self.get_logger().info(
-                f"{self.mode}: still waiting for {'; '.join(waiting)}", throttle_duration_sec=WAIT_REPORT
-            )
-            return False
-        if self._ready_since is None:
-            self._ready_since = self._now()  # the graph may still be filling in: let it settle
-            return False
-        return self._now() - self._ready_since >= START_SETTLE
-
-    def _expected_text(self) -> str:
-        expected = self.sim.stamp_ns()
-        return f"{expected // 1_000_000_000}.{expected % 1_000_000_000:09d} s (step {self.sim.steps})"
-
-    def _watch(self) -> None:
-        """Lockstep: start once a controller is there; fail when a step waits too long."""
-        if self.finished.done():
-            return
-        if not self.started:
-            if self._ready_to_start():
-                self._start_run()
-                self.get_logger().info("lockstep: controller present; starting")
-                self._begin_step()
-            return
-        if self.sim.paused or self.sim.halted:
-            self._wait_since = self._now()
-            return
-        if self._now() - self._wait_since > self.lockstep_timeout:
-            missing = " and ".join(self.pairing.missing())
-            self.get_logger().error(
-                f"lockstep: no {missing} stamped {self._expected_text()} arrived within "
-                f"lockstep_timeout={self.lockstep_timeout} s; is a controller answering joint_states on "
-                f"joint_commands{' and a force source on tip_wrench' if self.wait_for_wrench else ''}? stopping"
-            )
-            self.finish(1)
-
-    def finish(self, code: int) -> None:
-        """End the run with an exit code (the first call wins); ``main`` then exits."""
-        if not self.finished.done():
-            self._step_timer.cancel()
-            self.finished.set_result(code)
-
-    def wait_for_readers(self, timeout: float = ACK_TIMEOUT) -> bool:
-        """Block until every reliable reader acknowledged every published state (after a run).
-
-        Waits in slices of :data:`ACK_SLICE`, so a shutdown (SIGINT, SIGTERM) ends the
-        wait at once; returns ``False`` then, or when ``timeout`` (s, in all) passes.
-        """
-        pending: list[Publisher] = [self.state_pub, self.tip_pub]
-        if self.clock_pub is not None:
-            pending.append(self.clock_pub)
-        deadline = time.monotonic() + timeout
-        piece = Duration(seconds=ACK_SLICE)
-        while pending:
-            if not self.context.ok() or time.monotonic() > deadline:
-                return False
-            pending = [pub for pub in pending if not pub.wait_for_all_acked(piece)]
-        return True
+    def wrap_up(self) -> int:
+        """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
+        code = super().wrap_up()
+        if code != 0:
+            return code
+        publishers = [pub for pub in (self.state_pub, self.tip_pub, self.clock_pub) if pub is not None]
+        self.get_logger().info(f"waiting up to {ACK_TIMEOUT:g} s for every reliable reader to take the last states")
+        if not wait_for_acknowledgements(publishers, ACK_TIMEOUT) and not stop_requested():
+            self.get_logger().warning(f"not every reader acknowledged the last states within {ACK_TIMEOUT:g} s")
+        return code
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the simulator node until stopped, or until ``duration`` of simulated time has run.
-
-    SIGINT and SIGTERM end it promptly with exit code 0 at any point after start-up,
-    including while a finished run waits for its readers' acknowledgements.
-    """
-    argv = remove_ros_args(sys.argv if args is None else args)
-    argparse.ArgumentParser(
-        prog=NODE_NAME, description="skelarm_ros simulator; set parameters with --ros-args -p name:=value"
-    ).parse_args(argv[1:])
-    rclpy.init(args=sys.argv if args is None else args)
-    node: SimulatorNode | None = None
-    try:
-        try:
-            node = SimulatorNode()
-        except (ScenarioError, ValueError) as error:
-            rclpy.logging.get_logger(NODE_NAME).error(str(error))
-            return 1
-        except ParameterException as error:
-            rclpy.logging.get_logger(NODE_NAME).error(parameter_problem(error, "docs/simulator.md"))
-            return 1
-        executor = node_executor(node, node.thread_priority)
-        if not spin_until(node, executor, node.finished):
-            summary = node.run_summary()
-            node.destroy_node()  # first, so the line below goes to the console only (the context is shut down)
-            node = None
-            rclpy.logging.get_logger(NODE_NAME).info(f"stopped by a signal; {summary}")
-            return 0
-        code = int(node.finished.result() or 0)
-        if code == 0 and not node.wait_for_readers():
-            if not node.context.ok():
-                return 0
-            node.get_logger().warning(f"not every reader acknowledged the last states within {ACK_TIMEOUT} s")
-        executor.remove_node(node)
-        return code
-    except (KeyboardInterrupt, ExternalShutdownException):
-        return 0
-    finally:
-        if node is not None:
-            node.destroy_node()
-        try_shutdown()
+    """Run the simulator node until stopped, or until ``duration`` of simulated time has run."""
+    return _run_node(SimulatorNode, name=NODE_NAME, description="skelarm_ros simulator.", doc=DOC, args=args)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,30 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""How the nodes' ``main()`` spin: rclpy's EventsExecutor, in bounded slices, ending cleanly on a signal.
+"""How a node process spins: rclpy's EventsExecutor, in bounded slices, ending in order on a signal.
 
 The EventsExecutor dispatches a message to its callback without rebuilding a wait
 set in Python, so a node answers a message in a fraction of the single-threaded
 executor's time (docs/benchmarks.md). It is spun in slices of at most
 :data:`SPIN_SLICE` seconds: its unbounded ``spin_until_future_complete`` can miss a
-future that callbacks complete back to back, and between slices the loop sees that
-SIGINT or SIGTERM shut the context down (rclpy's signal handler does that).
+future that callbacks complete back to back, and between slices the loop sees a
+stop request.
+
+Signals: :func:`skelarm_ros.nodes.kit.run_node` starts rclpy without its signal
+handlers and lets SIGINT and SIGTERM only :func:`request_stop`. The spin then ends
+between two callbacks, with the context still up, so the node can say its last
+words and be destroyed in order; nothing is raised inside a callback.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import re
+import threading
 import time
 from typing import TYPE_CHECKING
 
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.task import Future
 
 if TYPE_CHECKING:
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
     from rclpy.executors import Executor
     from rclpy.node import Node
 
-SPIN_SLICE = 0.5  # s, the longest one spin call lasts before the loop checks for the end
+SPIN_SLICE = 0.1  # s, the longest one spin call lasts before the loop checks for a stop request
 SHUTDOWN_GRACE = 1.0  # s an executor error may precede the signal's shutdown of the context
 
 
@@ -38,38 +43,17 @@ def events_executor(context: Context | None = None) -> Executor:
     return EventsExecutor(context=context)
 
 
-_WRONG_TYPE = re.compile(
-    r"Trying to set parameter '(?P<name>[^']*)' to '(?P<value>[^']*)' of type '(?P<given>\w+)', "
-    r"expecting type '(?:Type\.)?(?P<wanted>\w+)'"
-)
+_STOP = threading.Event()
 
 
-def parameter_problem(error: Exception, doc: str) -> str:
-    """Return one sentence for a parameter rclpy refused at start-up (``ParameterException``).
+def request_stop() -> None:
+    """Ask the process's spin to end at its next slice (what SIGINT and SIGTERM do in a node)."""
+    _STOP.set()
 
-    An integer given for a floating-point parameter (``dt:=1``) is the common case and
-    gets its fix spelled out; anything else names the parameter's page in the docs.
 
-    Parameters
-    ----------
-    error : Exception
-        What rclpy raised while the node declared its parameters.
-    doc : str
-        The node's page, such as ``docs/simulator.md``.
-    """
-    text = str(error)
-    wrong = _WRONG_TYPE.search(text)
-    if wrong and wrong["given"] == "INTEGER" and wrong["wanted"] == "DOUBLE":
-        return (
-            f"parameter '{wrong['name']}' is a floating-point number; write {wrong['value']}.0 "
-            f"instead of {wrong['value']} (see {doc})"
-        )
-    if wrong:
-        return (
-            f"parameter '{wrong['name']}' must be of type {wrong['wanted']}, got {wrong['given']} "
-            f"'{wrong['value']}'; see {doc} for the accepted values"
-        )
-    return f"a parameter is not valid ({text}); see {doc} for the accepted values"
+def stop_requested() -> bool:
+    """Whether a stop was requested (a signal arrived)."""
+    return _STOP.is_set()
 
 
 def try_shutdown() -> None:
@@ -130,16 +114,17 @@ def set_thread_priority(node: Node, priority: int) -> bool:
 def freeze_heap() -> None:
     """Collect once, then keep every object alive after start-up out of the cyclic garbage collector's walks.
 
-    A node's start-up heap (rclpy, numpy, skelarm, Pinocchio: some 70,000 objects)
-    takes a full collection about 15 ms here, which Python starts now and then on its
-    own: fifteen late steps at 1 kHz. After :func:`gc.freeze` a collection walks only
-    what the run itself allocates. Call it once, after the node is built.
+    A node's start-up heap (rclpy, numpy, skelarm, Pinocchio: tens of thousands of
+    objects) takes a full collection many milliseconds (docs/benchmarks.md), which
+    Python starts now and then on its own: late steps at 1 kHz. After
+    :func:`gc.freeze` a collection walks only what the run itself allocates. Call it
+    once, after the node is built.
     """
     gc.collect()
     gc.freeze()
 
 
-def node_executor(node: Node, thread_priority: int = 0) -> Executor:
+def node_executor(node: Node, thread_priority: int = 0, *, events: bool = True) -> Executor:
     """Get a node's process ready to spin: freeze the start-up heap, build its EventsExecutor, set the priority.
 
     Parameters
@@ -148,6 +133,8 @@ def node_executor(node: Node, thread_priority: int = 0) -> Executor:
         The node, fully built.
     thread_priority : int, optional
         The node's ``thread_priority`` (see :func:`set_thread_priority`); 0 leaves the scheduler alone.
+    events : bool, optional
+        Build an EventsExecutor (else a single-threaded executor).
 
     Returns
     -------
@@ -155,14 +142,14 @@ def node_executor(node: Node, thread_priority: int = 0) -> Executor:
         An EventsExecutor with the node added, for :func:`spin_until`.
     """
     freeze_heap()  # no full collection of the start-up heap in the middle of the run
-    executor = events_executor()
+    executor = events_executor(node.context) if events else SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     set_thread_priority(node, thread_priority)  # after the executor, so its threads exist
     return executor
 
 
 def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bool:
-    """Spin ``node`` until ``done`` completes or its context shuts down (SIGINT, SIGTERM).
+    """Spin ``node`` until ``done`` completes, a stop is requested (SIGINT, SIGTERM) or its context shuts down.
 
     Parameters
     ----------
@@ -181,7 +168,7 @@ def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bo
     until = Future() if done is None else done
     context = node.context
     try:
-        while context.ok() and not until.done():
+        while context.ok() and not until.done() and not _STOP.is_set():
             executor.spin_until_future_complete(until, timeout_sec=SPIN_SLICE)
     except (KeyboardInterrupt, ExternalShutdownException):
         return False

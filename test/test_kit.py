@@ -1,0 +1,261 @@
+"""The node kit in-process: parameters from one table, the raw joint-state input, messages held back, the runner."""
+
+from __future__ import annotations
+
+import math
+import signal
+from typing import Any
+
+import pytest
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+
+from skelarm_ros.interface import check_effort_limits
+from skelarm_ros.nodes import spinning
+from skelarm_ros.nodes.kit import (
+    HeldBack,
+    JointStateInput,
+    KitNode,
+    ParameterError,
+    choice,
+    count,
+    declare_parameters,
+    flag,
+    floats,
+    given_parameters,
+    live_parameters,
+    number,
+    run_node,
+    strings,
+    text,
+)
+
+pytestmark = pytest.mark.ros
+
+TABLE = (
+    text("scenario", "", "a scenario"),
+    number("dt", 0.0, "a step", zero=True),
+    number("timeout", 0.5, "a timeout", live=True),
+    choice("mode", ("realtime", "lockstep"), "a mode"),
+    count("priority", 0, "a priority", 99),
+    flag("clock", True, "a flag"),
+    strings("names", "names"),
+    floats("effort_limits", "limits", live=True),
+)
+
+
+def node_with(context: Any, **given: Any) -> Node:
+    overrides = [Parameter(name, value=value) for name, value in given.items()]
+    return Node("kit_test", context=context, parameter_overrides=overrides)
+
+
+def declared(context: Any, **given: Any) -> dict[str, Any]:
+    node = node_with(context, **given)
+    try:
+        return declare_parameters(node, TABLE, "docs/x.md")
+    finally:
+        node.destroy_node()
+
+
+def test_the_given_parameters_are_read_where_rclpy_keeps_them(context: Any) -> None:
+    """``given_parameters`` reads a private attribute of rclpy's Node: a new rclpy that moves it fails here."""
+    node = node_with(context, dt=0.5)
+    try:
+        assert hasattr(node, "_parameter_overrides"), "rclpy's Node no longer keeps _parameter_overrides"
+        given = given_parameters(node)
+        assert set(given) == {"dt"} and given["dt"].value == 0.5
+    finally:
+        node.destroy_node()
+
+
+def test_defaults_and_given_values_come_back_checked(context: Any) -> None:
+    values = declared(context, dt=0.25, mode="lockstep", priority=50, names=["a", "b"])
+    assert values["dt"] == 0.25 and values["mode"] == "lockstep" and values["priority"] == 50
+    assert values["names"] == ["a", "b"] and values["effort_limits"] is None and values["clock"] is True
+
+
+@pytest.mark.parametrize(
+    ("given", "sentence"),
+    [
+        ({"sceanrio": "reach"}, "kit_test has no parameter 'sceanrio' (did you mean 'scenario'?); its parameters are"),
+        ({"dt": -0.001}, "parameter dt must be zero or a positive number (s), got -0.001"),
+        ({"dt": 1}, "parameter dt is a floating-point number; write 1.0 instead of 1 (see docs/x.md)"),
+        ({"dt": -1}, "parameter dt must be zero or a positive number (s), got -1.0"),  # the range, not "write -1.0"
+        ({"mode": "Lockstep"}, "parameter mode 'Lockstep' is not one of realtime, lockstep"),
+        ({"priority": 120}, "parameter priority must be a whole number from 0 to 99, got 120"),
+        ({"clock": "yes"}, "parameter clock must be true or false, got 'yes' (see docs/x.md)"),
+        ({"effort_limits": [1, 2]}, "parameter effort_limits is a list of floating-point numbers; write [1.0, 2.0]"),
+    ],
+)
+def test_a_bad_parameter_is_one_sentence_with_the_fix(context: Any, given: dict[str, Any], sentence: str) -> None:
+    with pytest.raises(ParameterError) as caught:
+        declared(context, **given)
+    assert str(caught.value).startswith(sentence)
+    assert "\n" not in str(caught.value)
+
+
+def test_parameters_rclpy_declares_itself_are_accepted(context: Any) -> None:
+    assert declared(context, use_sim_time=True)["dt"] == 0.0
+
+
+def test_descriptors_state_ranges_and_choices_for_tools(context: Any) -> None:
+    node = node_with(context)
+    try:
+        declare_parameters(node, TABLE, "docs/x.md")
+        dt = node.describe_parameter("dt")
+        assert dt.read_only and dt.floating_point_range[0].from_value == 0.0
+        assert math.isinf(dt.floating_point_range[0].to_value)
+        assert "(s, >= 0)" in dt.description
+        assert node.describe_parameter("mode").additional_constraints == "one of: realtime, lockstep"
+        assert node.describe_parameter("priority").integer_range[0].to_value == 99
+        assert not node.describe_parameter("timeout").read_only
+    finally:
+        node.destroy_node()
+
+
+def test_a_live_set_is_checked_whole_before_any_of_it_applies(context: Any) -> None:
+    node = node_with(context)
+    applied: list[dict[str, Any]] = []
+    try:
+        declare_parameters(node, TABLE, "docs/x.md")
+        checks = {"effort_limits": lambda _name, value: check_effort_limits(value, 2)}
+        live_parameters(node, TABLE, applied.append, checks=checks)
+        limits = Parameter("effort_limits", value=[1.0, 2.0])
+        bad = node.set_parameters_atomically([limits, Parameter("timeout", value=0.0)])
+        assert not bad.successful and bad.reason == "parameter timeout must be a positive number (s), got 0.0"
+        assert applied == []
+        bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
+        assert bad.reason == (
+            "parameter effort_limits has 1 values but the arm has 2 joints; give one limit per joint or none"
+        )
+        good = node.set_parameters_atomically([limits, Parameter("timeout", value=0.1)])
+        assert good.successful
+        assert applied == [{"effort_limits": [1.0, 2.0], "timeout": 0.1}]
+        assert not node.set_parameters([Parameter("dt", value=0.1)])[0].successful  # read-only
+    finally:
+        node.destroy_node()
+
+
+def state(names: list[str], position: list[float], stamp: tuple[int, int] = (1, 5)) -> JointState:
+    msg = JointState(name=names, position=position, velocity=[0.5] * len(position), effort=[-1.0] * len(position))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = stamp
+    return msg
+
+
+def test_joint_states_are_read_directly_once_their_layout_is_known_and_decoded_otherwise(context: Any) -> None:
+    node = Node("reader", context=context)
+    got: list[tuple[Any, ...]] = []
+    problems: list[str] = []
+    try:
+        reader = JointStateInput(
+            node, "joint_states", QoSProfile(depth=10), lambda *fields: got.append(fields), problems.append
+        )
+        reader.take(serialize_message(state(["a", "b"], [0.1, 0.2])))  # decoded; the layout is learned
+        reader.take(serialize_message(state(["a", "b"], [0.3, 0.4], (2, 7))))  # read directly
+        reader.take(serialize_message(state(["b", "a", "c"], [1.0, 2.0, 3.0])))  # another layout: decoded
+        reader.take(b"\x00\x01\x00\x00garbage")
+        assert [tuple(map(list, fields[:4])) + fields[4:] for fields in got] == [
+            (["a", "b"], [0.1, 0.2], [0.5, 0.5], [-1.0, -1.0], 1, 5),
+            (["a", "b"], [0.3, 0.4], [0.5, 0.5], [-1.0, -1.0], 2, 7),
+            (["b", "a", "c"], [1.0, 2.0, 3.0], [0.5] * 3, [-1.0] * 3, 1, 5),
+        ]
+        assert len(problems) == 1 and problems[0].startswith("a /joint_states message could not be deserialized (")
+    finally:
+        node.destroy_node()
+
+
+class Capture:
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.readers = 0
+
+    def publish(self, message: Any) -> None:
+        self.messages.append(message)
+
+    def get_subscription_count(self) -> int:
+        return self.readers
+
+
+def test_messages_are_held_back_in_order_until_the_readers_are_there(context: Any) -> None:
+    node = Node("holder", context=context)
+    first, second = Capture(), Capture()
+    released: list[int] = []
+    try:
+        out = HeldBack(node, lambda: first.readers >= 1 and second.readers >= 1, released.append)
+        for k in range(3):
+            out.publish(first, k)  # type: ignore[arg-type]
+            out.publish(second, -k)  # type: ignore[arg-type]
+        first.readers = 1
+        out.release()
+        assert out.holding and first.messages == [] and released == []
+        second.readers = 1
+        out.release()
+        assert not out.holding and released == [6]
+        assert first.messages == [0, 1, 2] and second.messages == [0, -1, -2]
+        out.publish(first, 3)  # type: ignore[arg-type]
+        assert first.messages == [0, 1, 2, 3]
+        assert HeldBack(node, None).holding is False  # nothing to wait for: never holds
+    finally:
+        node.destroy_node()
+
+
+class Failing(KitNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("failing", **kwargs)
+
+    def setup(self) -> None:
+        self.create_publisher(JointState, "joint_states", 10)
+        msg = "the scenario is not there; pass one that is"
+        raise ValueError(msg)
+
+
+def test_a_node_whose_setup_fails_is_destroyed(context: Any) -> None:
+    destroyed: list[bool] = []
+    original = KitNode.destroy_node
+
+    def destroy(self: KitNode) -> None:
+        destroyed.append(True)
+        original(self)
+
+    KitNode.destroy_node = destroy  # type: ignore[method-assign]
+    try:
+        with pytest.raises(ValueError, match="the scenario is not there"):
+            Failing(context=context)
+    finally:
+        KitNode.destroy_node = original  # type: ignore[method-assign]
+    assert destroyed == [True]
+
+
+def test_the_runner_says_the_sentence_and_exits_1(capfd: pytest.CaptureFixture[str]) -> None:
+    assert run_node(Failing, name="failing", description="Fails.", doc="docs/x.md", args=["failing"]) == 1
+    err = capfd.readouterr().err
+    assert "[ERROR]" in err and "[failing]: the scenario is not there; pass one that is" in err
+    assert "Traceback" not in err
+
+
+class Waiting(KitNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("waiting", **kwargs)
+
+    def setup(self) -> None:
+        self.closed = False
+        self.create_timer(0.01, lambda: signal.raise_signal(signal.SIGINT))  # a Ctrl-C while a callback runs
+
+    def stop_report(self) -> str:
+        return "stopped by a signal; all is well"
+
+
+def test_a_signal_ends_the_spin_between_callbacks_and_the_node_says_its_last_words(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spinning, "_STOP", type(spinning._STOP)())  # a fresh stop flag for this test
+    before = signal.getsignal(signal.SIGINT)
+    assert run_node(Waiting, name="waiting", description="Waits.", doc="docs/x.md", args=["waiting"]) == 0
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers in place before are back
+    err = capfd.readouterr().err
+    assert "[waiting]: stopped by a signal; all is well" in err
+    for noise in ("Traceback", "FATAL", "Exception in", "Failed to publish log message to rosout"):
+        assert noise not in err, err
