@@ -18,20 +18,31 @@ This module imports neither rclpy nor launch.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from skelarm_ros.interface import BASE_FRAME, default_joint_names
+from skelarm_ros.interface import (
+    BASE_FRAME,
+    COMMANDS,
+    JOINT_COMMANDS,
+    LOCKSTEP,
+    MODES,
+    check_choice,
+    check_count,
+    check_non_negative,
+    default_joint_names,
+)
 from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from skelarm import Skeleton
+
+    from skelarm_ros.scenario import ArmSetup
 
 PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"
@@ -105,7 +116,6 @@ class NodeSpec:
 
 
 BOOLEAN = ("true", "false")
-MODES = ("realtime", "lockstep")
 HARDWARE = ("sim", "none")
 
 ARGUMENTS: dict[str, LaunchArgument] = {
@@ -203,7 +213,8 @@ def resolve_arguments(arguments: Mapping[str, str] | None = None) -> dict[str, s
     Raises
     ------
     GraphError
-        If a name is not a launch argument or a value is not one of its choices.
+        If a name is not a launch argument or a value is not one of its choices (the
+        sentence the nodes say for the same value).
     """
     given = dict(arguments or {})
     unknown = sorted(set(given) - set(ARGUMENTS))
@@ -212,25 +223,23 @@ def resolve_arguments(arguments: Mapping[str, str] | None = None) -> dict[str, s
         raise GraphError(msg)
     values = {name: str(given.get(name, argument.default)) for name, argument in ARGUMENTS.items()}
     for name, argument in ARGUMENTS.items():
-        if argument.choices and values[name].lower() not in argument.choices:
-            msg = f"{name} '{values[name]}' is not one of {', '.join(argument.choices)}"
-            raise GraphError(msg)
+        if argument.choices == BOOLEAN:
+            values[name] = values[name].lower()  # true, True and TRUE, as YAML and launch conditions take them
+        if argument.choices:
+            _checked(check_choice, name, values[name], argument.choices)
     return values
 
 
-def _flag(values: Mapping[str, str], name: str) -> bool:
-    return values[name].lower() == "true"
-
-
-def _duration(text: str) -> float:
+def _checked(check: Callable[..., Any], name: str, value: object, *args: Any) -> Any:
+    """Run one of :mod:`skelarm_ros.interface`'s checks; its ``ValueError`` becomes a :class:`GraphError`."""
     try:
-        duration = float(text)
-    except ValueError:
-        duration = math.nan
-    if not (math.isfinite(duration) and duration >= 0.0):
-        msg = f"duration '{text}' must be zero (run until stopped) or a positive number of simulated seconds"
-        raise GraphError(msg)
-    return duration
+        return check(name, value, *args)
+    except ValueError as error:
+        raise GraphError(str(error)) from None
+
+
+def _flag(values: Mapping[str, str], name: str) -> bool:
+    return values[name] == "true"
 
 
 def normalize_namespace(text: str) -> str:
@@ -251,14 +260,6 @@ def normalize_namespace(text: str) -> str:
             )
             raise GraphError(msg)
     return "/".join(parts)
-
-
-def _count(text: str, argument: str) -> int:
-    """Parse a non-negative whole number argument."""
-    if not text.strip().isdigit():
-        msg = f"{argument} '{text}' must be a whole number, 0 or more"
-        raise GraphError(msg)
-    return int(text)
 
 
 def _names(values: Mapping[str, str], argument: str, num_joints: int) -> list[str]:
@@ -283,6 +284,98 @@ def rviz_config() -> Path:
     return share_directory() / RVIZ_CONFIG
 
 
+@dataclass(frozen=True)
+class _Graph:
+    """The launch arguments, checked and turned into what the node specs need."""
+
+    values: dict[str, str]
+    arm: ArmSetup
+    scenario: str
+    namespace: str
+    simulate: bool
+    lockstep: bool
+    duration: float
+    controller: bool
+    force_source: str
+    record: str
+    joint_names: list[str]
+    command_joints: list[str]
+    priority: int
+    use_sim_time: bool
+
+    @property
+    def command_interface(self) -> str:
+        """Lockstep pairs a command with its state by stamp: only ``joint_commands`` carries one."""
+        return JOINT_COMMANDS if self.lockstep else COMMANDS
+
+    @property
+    def naming(self) -> dict[str, ParameterValue]:
+        """The ``joint_names`` parameter, when the arguments rename the joints."""
+        return {"joint_names": self.joint_names} if self.joint_names else {}
+
+    def node(self, executable: str, parameters: dict[str, ParameterValue], *, ends_graph: bool = False) -> NodeSpec:
+        """Return the spec of one of this package's nodes in the graph's namespace."""
+        return NodeSpec(
+            package=PACKAGE,
+            executable=executable,
+            name=executable,
+            namespace=self.namespace,
+            parameters={**parameters, "use_sim_time": self.use_sim_time},
+            ends_graph=ends_graph,
+        )
+
+
+def _graph(arguments: Mapping[str, str] | None) -> _Graph:
+    """Check every launch argument (one sentence per problem) and load the scenario."""
+    values = resolve_arguments(arguments)
+    simulate = values["hardware"] == "sim"
+    lockstep = values["mode"] == LOCKSTEP
+    duration = _checked(check_non_negative, "duration", values["duration"])
+    if not simulate and lockstep:
+        msg = "mode 'lockstep' needs hardware:=sim; a real arm's driver runs in realtime"
+        raise GraphError(msg)
+    if not simulate and duration > 0.0:
+        msg = "duration needs hardware:=sim; without the simulator nothing ends the run (stop it with Ctrl-C)"
+        raise GraphError(msg)
+    try:
+        scenario = resolve_scenario(values["scenario"])
+        arm = load_arm(scenario)
+    except ValueError as error:
+        raise GraphError(str(error)) from None
+    controller = _flag(values, "controller")
+    if controller and not arm.has_controller:
+        msg = (
+            f"scenario '{scenario}' has no [task] and [controller] tables, so controller:=true has nothing to run; "
+            "pass a full scenario or controller:=false"
+        )
+        raise GraphError(msg)
+    force_source = values["force_source"]
+    if force_source:
+        force_source = _existing_path(force_source, "force_source", "a .sklog.npz log, a .csv file or a bag")
+    joint_names = _names(values, "joint_names", arm.num_joints)
+    command_joints = _names(values, "command_joints", arm.num_joints)
+    if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
+        msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
+        raise GraphError(msg)
+    _checked(check_count, "extra_readers", values["extra_readers"])
+    return _Graph(
+        values=values,
+        arm=arm,
+        scenario=str(scenario.resolve()),
+        namespace=normalize_namespace(values["namespace"]),
+        simulate=simulate,
+        lockstep=lockstep,
+        duration=duration,
+        controller=controller,
+        force_source=force_source,
+        record=str(Path(values["record"]).expanduser().resolve()) if values["record"] else "",
+        joint_names=joint_names,
+        command_joints=command_joints,
+        priority=_checked(check_count, "thread_priority", values["thread_priority"], 99),
+        use_sim_time=_flag(values, "use_sim_time"),
+    )
+
+
 def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     """Describe the graph that the launch arguments ask for.
 
@@ -304,114 +397,73 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         With one sentence naming the argument and what would be right, also when the
         scenario cannot be read or cannot run the controller.
     """
-    values = resolve_arguments(arguments)
-    mode = values["mode"].lower()
-    simulate = values["hardware"].lower() == "sim"
-    use_sim_time = _flag(values, "use_sim_time")
-    duration = _duration(values["duration"])
-    namespace = normalize_namespace(values["namespace"])
-    lockstep = mode == "lockstep"
-    if not simulate and lockstep:
-        msg = "mode 'lockstep' needs hardware:=sim; a real arm's driver runs in realtime"
-        raise GraphError(msg)
-    if not simulate and duration > 0.0:
-        msg = "duration needs hardware:=sim; without the simulator nothing ends the run (stop it with Ctrl-C)"
-        raise GraphError(msg)
-    try:
-        scenario = resolve_scenario(values["scenario"])
-        arm = load_arm(scenario)
-    except ValueError as error:
-        raise GraphError(str(error)) from None
-    if _flag(values, "controller") and not arm.has_controller:
-        msg = (
-            f"scenario '{scenario}' has no [task] and [controller] tables, so controller:=true has nothing to run; "
-            "pass a full scenario or controller:=false"
-        )
-        raise GraphError(msg)
-    scenario_path = str(scenario.resolve())
-    force_source = values["force_source"]
-    replay = force_source != ""
-    if replay:
-        force_source = _existing_path(force_source, "force_source", "a .sklog.npz log, a .csv file or a bag")
-    command_interface = "joint_commands" if lockstep else "commands"
-    joint_names = _names(values, "joint_names", arm.num_joints)
-    command_joints = _names(values, "command_joints", arm.num_joints)
-    if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
-        msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
-        raise GraphError(msg)
-    naming: dict[str, ParameterValue] = {"joint_names": joint_names} if joint_names else {}
-
-    def node(executable: str, parameters: dict[str, ParameterValue], *, ends_graph: bool = False) -> NodeSpec:
-        return NodeSpec(
-            package=PACKAGE,
-            executable=executable,
-            name=executable,
-            namespace=namespace,
-            parameters={**parameters, "use_sim_time": use_sim_time},
-            ends_graph=ends_graph,
-        )
-
-    priority = _count(values["thread_priority"], "thread_priority")
-    if priority > 99:
-        msg = f"thread_priority '{values['thread_priority']}' must be 0 (normal scheduling) or a priority from 1 to 99"
-        raise GraphError(msg)
+    graph = _graph(arguments)
     specs: list[NodeSpec] = []
-    if simulate:
-        specs.append(
-            node(
-                "simulator",
-                {
-                    "scenario": scenario_path,
-                    "mode": mode,
-                    "duration": duration,
-                    "command_interface": command_interface,
-                    "publish_clock": True,
-                    "wait_for_wrench": lockstep and replay,
-                    # Step 0 waits for the graph's own joint_states readers, so none misses the start.
-                    "min_subscribers": int(_flag(values, "controller"))
-                    + int(bool(values["record"]))
-                    + _count(values["extra_readers"], "extra_readers"),
-                    "wait_for_controller": _flag(values, "controller"),
-                    "thread_priority": priority,
-                    **naming,
-                },
-                ends_graph=duration > 0.0,
+    if graph.simulate:
+        specs.append(_simulator(graph))
+    if graph.controller:
+        specs.append(_controller(graph))
+    if graph.force_source:
+        specs.append(_force_replay(graph))
+    if graph.record:
+        # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
+        specs.append(graph.node("recorder", {"output": graph.record}))
+    if _flag(graph.values, "rviz"):
+        names = graph.joint_names or default_joint_names(graph.arm.num_joints)
+        specs.extend(
+            _visualisation(
+                graph.arm.skeleton, names, graph.namespace, graph.use_sim_time, remap_description=graph.simulate
             )
         )
-    if _flag(values, "controller"):
-        controller: dict[str, ParameterValue] = {
-            "scenario": scenario_path,
-            "command_interface": command_interface,
-            "thread_priority": priority,
-        }
-        if simulate:
-            # Its first command waits for the simulator's and the recorder's readers, its channels for the
-            # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
-            controller["min_subscribers"] = 1 + int(bool(values["record"]))
-            controller["min_channel_subscribers"] = int(bool(values["record"]))
-        if command_joints:
-            controller["command_joints"] = command_joints
-        specs.append(node("controller", {**controller, **naming}))
-    if replay:
-        replay_parameters: dict[str, ParameterValue] = {
-            "source": force_source,
-            "scenario": scenario_path,  # its step is the replay's
-            "mode": "stepped" if lockstep else "hold",
-            # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
-            "timing": "clock" if simulate else "timer",
-            # Its first wrench waits for the simulator's and the recorder's readers.
-            "min_subscribers": int(simulate) + int(bool(values["record"])),
-        }
-        if values["force_topic"]:
-            replay_parameters["topic"] = values["force_topic"]
-        specs.append(node("force_replay", replay_parameters))
-    if values["record"]:
-        # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
-        specs.append(node("recorder", {"output": str(Path(values["record"]).expanduser().resolve())}))
-    if _flag(values, "rviz"):
-        names = joint_names or default_joint_names(arm.num_joints)
-        specs.extend(_visualisation(arm.skeleton, names, namespace, use_sim_time, remap_description=simulate))
     return specs
+
+
+def _simulator(graph: _Graph) -> NodeSpec:
+    # Step 0 waits for the graph's own joint_states readers, so none misses the start.
+    readers = int(graph.controller) + int(bool(graph.record)) + int(graph.values["extra_readers"])
+    parameters: dict[str, ParameterValue] = {
+        "scenario": graph.scenario,
+        "mode": graph.values["mode"],
+        "duration": graph.duration,
+        "command_interface": graph.command_interface,
+        "publish_clock": True,
+        "wait_for_wrench": graph.lockstep and bool(graph.force_source),
+        "min_subscribers": readers,
+        "wait_for_controller": graph.controller,
+        "thread_priority": graph.priority,
+    }
+    return graph.node("simulator", {**parameters, **graph.naming}, ends_graph=graph.duration > 0.0)
+
+
+def _controller(graph: _Graph) -> NodeSpec:
+    parameters: dict[str, ParameterValue] = {
+        "scenario": graph.scenario,
+        "command_interface": graph.command_interface,
+        "thread_priority": graph.priority,
+    }
+    if graph.simulate:
+        # Its first command waits for the simulator's and the recorder's readers, its channels for the
+        # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
+        parameters["min_subscribers"] = 1 + int(bool(graph.record))
+        parameters["min_channel_subscribers"] = int(bool(graph.record))
+    if graph.command_joints:
+        parameters["command_joints"] = graph.command_joints
+    return graph.node("controller", {**parameters, **graph.naming})
+
+
+def _force_replay(graph: _Graph) -> NodeSpec:
+    parameters: dict[str, ParameterValue] = {
+        "source": graph.force_source,
+        "scenario": graph.scenario,  # its step is the replay's
+        "mode": "stepped" if graph.lockstep else "hold",
+        # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
+        "timing": "clock" if graph.simulate else "timer",
+        # Its first wrench waits for the simulator's and the recorder's readers.
+        "min_subscribers": int(graph.simulate) + int(bool(graph.record)),
+    }
+    if graph.values["force_topic"]:
+        parameters["topic"] = graph.values["force_topic"]
+    return graph.node("force_replay", parameters)
 
 
 def _visualisation(
