@@ -6,240 +6,69 @@
 Each arm is the graph ``skelarm-ros launch sim namespace:=armK duration:=...`` describes
 (:func:`skelarm_ros.graph.describe`), with ``publish_clock:=false`` (every simulator would
 publish the one absolute ``/clock``) and ``command_interface:=joint_commands``, so each
-command carries the stamp of the state it was computed from. A probe node records every
-arm's ``joint_states`` and ``joint_commands``.
+command carries the stamp of the state it was computed from. Every arm's graph runs
+through the launcher's runner, all at once, until its simulator ends its duration.
 
 A step is **on time** when the command the simulator applied over it is the one stamped
 with the state that starts it, i.e. computed from the previous step's state; the
 simulator counts these itself (by the command's stamp) and logs the count in its last
-line. The probe keeps only each arm's newest state (a light reader: with four arms a
-probe taking every message would be a load of its own).
-
-:func:`run_arms` is also what ``test/test_faults_system.py`` runs to check that every arm
-completes its reach and hears only its own simulator.
+line, which is read here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
+import io
 import re
-import signal
-import subprocess
 import tempfile
-import time
-from dataclasses import dataclass, field
+import threading
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from skelarm_ros.graph import NodeSpec, ParameterValue, describe
+from skelarm_ros.launcher import Runner, plan
+from skelarm_ros.scenario import load_scenario
 
-from skelarm_ros.engine import ArmEngine
-from skelarm_ros.graph import describe
-from skelarm_ros.launcher import plan
-from skelarm_ros.scenario import load_arm, load_scenario
-
-NS = 1_000_000_000
-START_TIMEOUT = 60.0  # s for every arm's controller to be in the graph on a loaded machine
 SETTLE = 1.0  # simulated seconds after the task's duration
+ANSWERED = re.compile(r"(\d+) of (\d+) steps \([^)]*\) applied the command answering the state before them")
 
 
-@dataclass
-class ArmRun:
-    """What one arm did and what its topics showed.
-
-    Attributes
-    ----------
-    namespace : str
-        The arm's namespace (``arm1``).
-    state_publishers : list[str]
-        Nodes publishing the arm's ``joint_states`` (only its own simulator when isolated).
-    state_subscribers : list[str]
-        Nodes subscribing the arm's ``joint_states`` other than the probe.
-    command_publishers : list[str]
-        Nodes publishing the arm's ``joint_commands``.
-    tip_error : float
-        Distance (m) of the final tip from the task's target.
-    on_time : int
-        Steps whose applied command was computed from the previous step's state.
-    steps : int
-        Steps counted by the simulator (from its first stamped command on).
-    exit_code : int | None
-        The simulator's exit code (stopped by SIGINT once the reach had its time).
-    """
-
-    namespace: str
-    state_publishers: list[str] = field(default_factory=list)
-    state_subscribers: list[str] = field(default_factory=list)
-    command_publishers: list[str] = field(default_factory=list)
-    tip_error: float = math.inf
-    on_time: int = 0
-    steps: int = 0
-    exit_code: int | None = None
-
-    @property
-    def share(self) -> float:
-        """On-time steps in percent of the steps heard."""
-        return 100.0 * self.on_time / self.steps if self.steps else 0.0
+def arm_graph(namespace: str, scenario: str, duration: float) -> list[NodeSpec]:
+    """Return the graph of one arm, as the launch describes it, with stamped commands and no ``/clock``."""
+    specs = []
+    for spec in describe({"namespace": namespace, "scenario": scenario, "duration": str(duration)}):
+        extra: dict[str, ParameterValue] = {"command_interface": "joint_commands"}
+        if spec.executable == "simulator":
+            extra["publish_clock"] = False
+        specs.append(dataclasses.replace(spec, parameters={**spec.parameters, **extra}))
+    return specs
 
 
-SUMMARY = re.compile(r"(\d+) of (\d+) steps \([^)]*\) applied the command answering the state before them")
+def run_arms(count: int, folder: Path, scenario: str = "reach") -> list[tuple[str, int, int, int]]:
+    """Run ``count`` arms at once until each ends its run; return ``(namespace, exit code, on time, steps)``."""
+    duration = load_scenario(scenario).task.duration + SETTLE
+    results: list[tuple[str, int, int, int]] = []
+    outputs: dict[str, io.StringIO] = {}
+    codes: dict[str, int] = {}
 
+    def one(namespace: str) -> None:
+        planned = plan(arm_graph(namespace, scenario, duration), folder / namespace, report=lambda _text: None)
+        codes[namespace] = Runner(out=outputs[namespace]).run(planned)
 
-def on_time_from_log(text: str) -> tuple[int, int]:
-    """Return the simulator's own count of on-time steps from its last summary line, or ``(0, 0)``."""
-    found = SUMMARY.findall(text)
-    if not found:
-        return 0, 0
-    on_time, steps = found[-1]
-    return int(on_time), int(steps)
-
-
-def _stamp(message: Any) -> int:
-    return int(message.header.stamp.sec) * NS + int(message.header.stamp.nanosec)
-
-
-def _nodes(infos: list[Any]) -> list[str]:
-    return sorted(f"{info.node_namespace.rstrip('/')}/{info.node_name}" for info in infos)
-
-
-def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRun]:
-    """Run ``count`` arms side by side (realtime) until each simulator ends; report each.
-
-    Parameters
-    ----------
-    count : int
-        Number of arms, in namespaces ``arm1 ... armN``.
-    folder : Path
-        Where each process's output (``armK_<node>.log``) and parameter files go.
-    scenario : str, optional
-        The scenario every arm runs (its task's duration plus a second is the run's length).
-
-    Returns
-    -------
-    list[ArmRun]
-        One per arm.
-    """
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import JointState
-
-    task = load_scenario(scenario).task
-    arm = load_arm(scenario)
-    duration = task.duration + SETTLE
     namespaces = [f"arm{k + 1}" for k in range(count)]
-    specs = {}
+    threads = []
     for namespace in namespaces:
-        for spec in describe({"namespace": namespace, "scenario": scenario}):
-            extra: dict[str, Any] = {"command_interface": "joint_commands"}
-            if spec.executable == "simulator":
-                extra["publish_clock"] = False
-            specs[(namespace, spec.executable)] = dataclasses.replace(spec, parameters={**spec.parameters, **extra})
-    planned = {
-        key: item
-        for key, item in zip(specs, plan(list(specs.values()), folder, report=lambda _text: None), strict=True)
-    }
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    node = rclpy.create_node("multiarm_probe", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    newest = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
-    heard: dict[str, list[Any]] = {}
-    subscriptions = []
+        (folder / namespace).mkdir()
+        outputs[namespace] = io.StringIO()
+        threads.append(threading.Thread(target=one, args=(namespace,)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     for namespace in namespaces:
-        states: list[Any] = []
-        heard[namespace] = states
-        subscriptions.append(node.create_subscription(JointState, f"/{namespace}/joint_states", states.append, newest))
-    processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
-    runs = {namespace: ArmRun(namespace) for namespace in namespaces}
-
-    def start(key: tuple[str, str]) -> None:
-        with (folder / f"{key[0]}_{key[1]}.log").open("wb") as log:
-            processes[key] = subprocess.Popen(
-                planned[key].command, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT
-            )
-
-    def spin_until(condition: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                msg = f"timed out after {timeout} s waiting for {what}"
-                raise TimeoutError(msg)
-            executor.spin_once(timeout_sec=0.05)
-
-    try:
-        # Controllers first, so each answers its arm's first state.
-        for namespace in namespaces:
-            start((namespace, "controller"))
-        spin_until(
-            lambda: all(node.count_publishers(f"/{ns}/joint_commands") >= 1 for ns in namespaces),
-            START_TIMEOUT,
-            "every controller",
-        )
-        for namespace in namespaces:
-            start((namespace, "simulator"))
-        # Each reach's time starts at the first state its controller answers (effort not zero).
-        answered: dict[str, int] = {}
-
-        def every_arm_answered() -> bool:
-            for ns in namespaces:
-                if ns not in answered and heard[ns] and any(value != 0.0 for value in heard[ns][-1].effort):
-                    answered[ns] = _stamp(heard[ns][-1])
-            return len(answered) == count
-
-        spin_until(every_arm_answered, START_TIMEOUT, "every arm's first commanded state")
-
-        def graph_known() -> bool:
-            return all(
-                "UNKNOWN" not in " ".join(_nodes(node.get_publishers_info_by_topic(f"/{ns}/joint_states")))
-                for ns in namespaces
-            )
-
-        spin_until(graph_known, START_TIMEOUT, "the node names on every arm's topics")
-        for namespace in namespaces:  # the graph while every arm runs
-            topic = f"/{namespace}/joint_states"
-            run = runs[namespace]
-            run.state_publishers = _nodes(node.get_publishers_info_by_topic(topic))
-            run.state_subscribers = [
-                name for name in _nodes(node.get_subscriptions_info_by_topic(topic)) if name != "/multiarm_probe"
-            ]
-            run.command_publishers = _nodes(node.get_publishers_info_by_topic(f"/{namespace}/joint_commands"))
-        length = round(duration * NS)
-        spin_until(
-            lambda: all(_stamp(heard[ns][-1]) >= answered[ns] + length for ns in namespaces),
-            START_TIMEOUT + 20.0 * duration * count,
-            "every reach to have had its time",
-        )
-        executor.spin_once(timeout_sec=0.2)
-    finally:
-        for subscription in subscriptions:
-            node.destroy_subscription(subscription)
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown(context=context)
-        for key, process in processes.items():
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            try:
-                code = process.wait(timeout=10.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                code = process.wait(timeout=10.0)
-            if key[1] == "simulator":
-                runs[key[0]].exit_code = code
-    engine = ArmEngine(arm.skeleton, arm.dt)
-    target = np.asarray(task.target, dtype=np.float64)
-    for namespace, states in heard.items():
-        run = runs[namespace]
-        if states:
-            last = max(states, key=_stamp)
-            run.tip_error = float(np.linalg.norm(engine.endpoint(np.array(last.position)) - target))
-        log = folder / f"{namespace}_simulator.log"
-        run.on_time, run.steps = on_time_from_log(log.read_text(errors="replace") if log.exists() else "")
-    return [runs[namespace] for namespace in namespaces]
+        found = ANSWERED.findall(outputs[namespace].getvalue())
+        on_time, steps = (int(found[-1][0]), int(found[-1][1])) if found else (0, 0)
+        results.append((namespace, codes[namespace], on_time, steps))
+    return results
 
 
 def run(*, quick: bool = False) -> dict[int, list[float]]:
@@ -247,10 +76,11 @@ def run(*, quick: bool = False) -> dict[int, list[float]]:
     shares: dict[int, list[float]] = {}
     for count in (1, 2) if quick else (2, 4):
         with tempfile.TemporaryDirectory(prefix="skelarm-ros-multiarm-") as folder:
-            runs = run_arms(count, Path(folder))
-        shares[count] = [arm.share for arm in runs]
+            arms = run_arms(count, Path(folder))
+        shares[count] = [100.0 * on_time / steps if steps else 0.0 for _, _, on_time, steps in arms]
         cells = "  ".join(
-            f"{arm.namespace} {arm.share:5.1f}% of {arm.steps}" if arm.steps else f"{arm.namespace} n/a" for arm in runs
+            f"{namespace} {100.0 * on_time / steps:5.1f}% of {steps}" if steps else f"{namespace} n/a (exit {code})"
+            for namespace, code, on_time, steps in arms
         )
         print(f"{count} arms, on-time steps: {cells}", flush=True)
     return shares
