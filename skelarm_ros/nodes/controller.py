@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.cdr import JointStateLayout, JointStateWriter
-from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import BASE_FRAME, stamp_to_nanoseconds
 from skelarm_ros.nodes.spinning import node_executor, parameter_problem, spin_until, try_shutdown
