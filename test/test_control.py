@@ -389,9 +389,11 @@ def test_effort_limits_clamp_and_are_validated():
     unclamped = free.control(*state).torque
     assert np.abs(unclamped).max() > 0.5
     np.testing.assert_array_equal(loop.control(*state).torque, np.clip(unclamped, [-0.5, -0.25], [0.5, 0.25]))
-    with pytest.raises(ValueError, match="one positive bound per joint"):
+    with pytest.raises(
+        ValueError, match="effort_limits has 1 values but the arm has 2 joints; give one limit per joint"
+    ):
         loop.set_effort_limits([1.0])
-    with pytest.raises(ValueError, match="must all be positive"):
+    with pytest.raises(ValueError, match="effort_limits must be positive"):
         loop.set_effort_limits([1.0, float("nan")])
     loop.set_effort_limits([])
     assert loop.effort_limits is None

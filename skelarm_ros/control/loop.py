@@ -35,6 +35,7 @@ from skelarm_ros.interface import (
     NANOSECONDS,
     POINT_CHANNELS,
     check_choice,
+    check_effort_limits,
     check_joint_names,
     check_non_negative,
     check_positive,
@@ -242,22 +243,11 @@ class ControlLoop:
         Raises
         ------
         ValueError
-            On a wrong count or a value that is not positive (``inf`` is allowed: no bound).
+            On a wrong count or a value that is not positive (``inf`` is allowed: no bound), in
+            the words of :func:`~skelarm_ros.interface.check_effort_limits`.
         """
-        values = [float(value) for value in limits]
-        if not values:
-            self.effort_limits = None
-            return
-        if len(values) != self.num_joints:
-            msg = (
-                f"effort_limits has {len(values)} values but the arm has {self.num_joints} joints; "
-                "give one positive bound per joint, or none"
-            )
-            raise ValueError(msg)
-        if not all(value > 0.0 for value in values):  # also false for NaN
-            msg = f"effort_limits must all be positive (N*m; inf for no bound), got {values}"
-            raise ValueError(msg)
-        self.effort_limits = np.array(values)
+        values = check_effort_limits(limits, self.num_joints)
+        self.effort_limits = None if values is None else np.array(values)
 
     def command_torque(self, torque: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return a torque given in ``joint_names`` order in :attr:`command_joints` order."""
