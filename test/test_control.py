@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import math
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,6 +197,17 @@ def test_skelarms_controllers_have_the_state_their_twins_were_written_for(arm_sc
     changes = skelarm_internals.state_changes(controller)
     assert not changes, "; ".join(changes) + " (after running): update skelarm_ros/control/skelarm_internals.py"
     assert set(controller.log_channels()) == {"q_ref", "error"}
+
+
+def test_no_other_control_module_names_skelarms_private_state():
+    private = set()
+    for internals in skelarm_internals.EXPECTED.values():
+        private |= {name for name in internals.attributes | set(internals.methods) if name.startswith("_")}
+    overridden = {"_predict", "_rollout_cost"}  # the MPC twin's way in, listed in EXPECTED too
+    for module in (loop_module, plugins, twins, control):
+        text = Path(module.__file__).read_text(encoding="utf-8")
+        named = {name for name in private - overridden if re.search(rf"\b{name}\b", text)}
+        assert not named, f"{module.__name__} names skelarm's private {sorted(named)}; go through skelarm_internals"
 
 
 def test_mpc_state_the_adapter_reads_and_writes(arm_scenario):

@@ -8,8 +8,9 @@ The fast twins (:mod:`skelarm_ros.control.twins`) take over a controller that
 its control law on the Pinocchio model. So they depend on skelarm's internals: the
 private attributes where a tracking controller keeps the channels it logs and
 :class:`~skelarm.mpc.JointSpaceMPC` its limits and warm start, and the private methods
-of those classes that a twin calls or overrides. Every such name is spelled here, and
-nowhere else in skelarm_ros:
+of those classes that a twin calls or overrides. The private attributes are read and
+written here and nowhere else in skelarm_ros; the two private methods the MPC twin
+overrides (its only way in) are defined in the twin but listed here with the rest:
 
 - :data:`EXPECTED` lists, per wrapped skelarm class, every instance attribute a built
   controller has and the methods a twin calls or overrides with their parameters;
