@@ -9,8 +9,8 @@ joint names and array lengths put every stamp and value at the same byte offset.
 way and then reads each message of that layout directly from its bytes;
 :class:`JointStateWriter` writes messages of one layout from a template. The nodes
 use them on their hot topics (a subscription with ``raw=True`` and ``publish`` of
-bytes skip rclpy's conversion between Python messages and C, the larger part of a
-message's cost), ``bag_to_log`` on a bag's joint states. Anything of another layout
+bytes skip rclpy's conversion between Python messages and C; docs/benchmarks.md
+measures what that saves), ``bag_to_log`` on a bag's joint states. Anything of another layout
 (other names, big-endian CDR, a damaged message) is left to the ordinary decoder.
 
 The layout is XCDR1 little endian as rmw_fastrtps and rosbags write it: a 4-byte

@@ -24,6 +24,8 @@ import pinocchio as pin
 from skelarm import StateLog
 from skelarm.kinematics import compute_forward_kinematics
 
+from skelarm_ros.interface import check_positive, default_joint_names
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
@@ -118,13 +120,10 @@ class ArmEngine:
         enforce_limits: bool = True,
     ) -> None:
         """Build the model and take the skeleton's state as the initial state."""
-        if not (math.isfinite(dt) and dt > 0.0):
-            msg = f"the integration step dt must be a positive number of seconds, got {dt!r}"
-            raise ValueError(msg)
+        self.dt = check_positive("dt", dt)
         self.model, self._tip = build_model(skeleton, grav_vec)
         self.data = self.model.createData()
         self.num_joints: int = skeleton.num_joints
-        self.dt = float(dt)
         self.enforce_limits = bool(enforce_limits)
         self.lower = np.array([link.prop.qmin for link in skeleton.links[1:]], dtype=np.float64)
         self.upper = np.array([link.prop.qmax for link in skeleton.links[1:]], dtype=np.float64)
@@ -198,6 +197,12 @@ class ArmEngine:
         if force is not None:
             tau = tau + self.jacobian(q).T @ force
         return np.array(pin.aba(self.model, self.data, q, dq, tau))
+
+    def inverse_dynamics(
+        self, q: NDArray[np.float64], dq: NDArray[np.float64], ddq: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Joint torque ``M(q) ddq + h(q, dq)`` (N*m) by Pinocchio's RNEA, shape ``(N,)``."""
+        return np.array(pin.rnea(self.model, self.data, q, dq, ddq))
 
     def mass_matrix(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
         """Joint-space mass matrix ``M(q)``, shape ``(N, N)``, symmetric."""
@@ -296,8 +301,8 @@ def set_joints(skeleton: Skeleton, q: ArrayLike, dq: ArrayLike) -> None:
 
     For controllers that read only ``skeleton.q`` and ``skeleton.dq`` (joint-space
     ones): the links' positions and velocities are left as they were, which saves
-    skelarm's forward kinematics (tens of microseconds) per state. Use
-    :func:`sync_skeleton` for anything that reads the links' kinematics.
+    skelarm's forward kinematics per state. Use :func:`sync_skeleton` for anything
+    that reads the links' kinematics.
 
     Parameters
     ----------
@@ -350,7 +355,7 @@ def run_controlled(
     StateLog
         ``q``, ``dq``, ``tau`` (and ``ext_force``) per frame plus the controller's channels.
     """
-    joints = [f"j{i + 1}" for i in range(engine.num_joints)]
+    joints = default_joint_names(engine.num_joints)
     channel_meta: dict[str, dict[str, Any]] = {
         "q": {"unit": "rad", "label": "joint angle", "columns": joints},
         "dq": {"unit": "rad/s", "label": "joint velocity", "columns": joints},

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
 
 _PACKAGE = "skelarm_ros"
 DEFAULT_SCENARIO = "reach.toml"
-_LINK_NUMBERS = ("length", "mass", "inertia")
+# The numbers every [[skeleton.link]] needs: (key, whether zero is allowed, the rule when it is out of range).
+_LINK_NUMBERS = (
+    ("length", True, "a link length must be zero or positive (m)"),
+    ("mass", False, "every link needs a positive mass (kg) for the dynamics"),
+    ("inertia", True, "a rotational inertia must be zero or positive (kg*m^2)"),
+)
 
 
 class ScenarioError(ValueError):
@@ -175,33 +180,29 @@ def _check_links(config: dict[str, Any], source: str) -> None:
         raise ScenarioError(msg)
     _number(section.get("base_length", 0.0), "[skeleton].base_length", source)
     for number, link in enumerate(links, start=1):
-        where = f"link {number}"
-        for key in _LINK_NUMBERS:
-            if key not in link:
-                msg = f"{source}: {where} has no '{key}'; each [[skeleton.link]] needs length, mass and inertia"
-                raise ScenarioError(msg)
-        length = _number(link["length"], f"{where} 'length'", source)
-        mass = _number(link["mass"], f"{where} 'mass'", source)
-        inertia = _number(link["inertia"], f"{where} 'inertia'", source)
-        if length < 0.0:
-            msg = f"{source}: {where} has length {length}; a link length must be zero or positive (m)"
+        _check_link(link, f"link {number}", source)
+
+
+def _check_link(link: dict[str, Any], where: str, source: str) -> None:
+    for key, _, _ in _LINK_NUMBERS:
+        if key not in link:
+            msg = f"{source}: {where} has no '{key}'; each [[skeleton.link]] needs length, mass and inertia"
             raise ScenarioError(msg)
-        if mass <= 0.0:
-            msg = f"{source}: {where} has mass {mass}; every link needs a positive mass (kg) for the dynamics"
+    values = [_number(link[key], f"{where} '{key}'", source) for key, _, _ in _LINK_NUMBERS]
+    for (key, zero_allowed, rule), value in zip(_LINK_NUMBERS, values, strict=True):
+        if value < 0.0 or (value == 0.0 and not zero_allowed):
+            msg = f"{source}: {where} has {key} {value}; {rule}"
             raise ScenarioError(msg)
-        if inertia < 0.0:
-            msg = f"{source}: {where} has inertia {inertia}; a rotational inertia must be zero or positive (kg*m^2)"
+    if "com" in link:
+        _pair(link["com"], f"{where} 'com'", source)
+    for key in ("rgx", "rgy", "q0", "qmin", "qmax"):
+        if key in link:
+            _number(link[key], f"{where} '{key}'", source)
+    if "limits" in link:
+        low, high = _pair(link["limits"], f"{where} 'limits'", source)
+        if low > high:
+            msg = f"{source}: {where} has limits [{low}, {high}]; the lower limit must not exceed the upper"
             raise ScenarioError(msg)
-        if "com" in link:
-            _pair(link["com"], f"{where} 'com'", source)
-        for key in ("rgx", "rgy", "q0", "qmin", "qmax"):
-            if key in link:
-                _number(link[key], f"{where} '{key}'", source)
-        if "limits" in link:
-            low, high = _pair(link["limits"], f"{where} 'limits'", source)
-            if low > high:
-                msg = f"{source}: {where} has limits [{low}, {high}]; the lower limit must not exceed the upper"
-                raise ScenarioError(msg)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

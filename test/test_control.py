@@ -5,26 +5,33 @@ from __future__ import annotations
 import copy
 import importlib.metadata
 import math
+import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 import skelarm
 import skelarm.scenario
 from conftest import full_scenarios, reference_run
-from skelarm.control import JointPD, SampledJointReference
+from skelarm.control import (
+    ComputedTorque,
+    InverseDynamicsFeedforwardPD,
+    JointPD,
+    SampledJointReference,
+    TrackingController,
+)
 from skelarm.mpc import JointSpaceMPC
 
 from skelarm_ros import control
-from skelarm_ros.control import (
-    ControlLoop,
+from skelarm_ros.control import loop as loop_module
+from skelarm_ros.control import plugins, skelarm_internals, twins
+from skelarm_ros.control.loop import ControlLoop, build_control_loop, channel_columns, command_order
+from skelarm_ros.control.twins import (
     FastComputedTorque,
     FastInverseDynamicsPD,
     FastJointSpaceMPC,
     FastSampledJointReference,
-    build_control_loop,
-    channel_columns,
-    command_order,
     has_fast_model,
     with_fast_model,
 )
@@ -140,6 +147,10 @@ def test_fast_mpc_batched_gradient_gives_the_same_torque_as_scipys_one_by_one(ar
         torque = batched.control(k * 0.002, skeleton)
         expected = JointSpaceMPC.control(one_by_one, k * 0.002, skeleton)  # scipy evaluates each point itself
         assert torque.tobytes() == expected.tobytes()
+        channels, expected_channels = batched.log_channels(), one_by_one.log_channels()
+        assert channels.keys() == expected_channels.keys() == {"q_ref", "error"}
+        for name, value in expected_channels.items():
+            assert np.asarray(channels[name]).tobytes() == np.asarray(value).tobytes(), name
         engine.step(torque)
 
 
@@ -154,6 +165,107 @@ def test_only_skelarms_own_model_based_types_get_a_twin(arm_scenario):
     assert with_fast_model(mine, arm_scenario.skeleton, 0.002) is mine
     reaching = _build(arm_scenario, {"type": "virtual_spring_damper"})
     assert with_fast_model(reaching, arm_scenario.skeleton, 0.002) is reaching
+
+
+# -- skelarm's internals the twins rely on ------------------------------------------------------------
+
+_WRAPPED = {
+    ComputedTorque: {"type": "computed_torque"},
+    InverseDynamicsFeedforwardPD: {"type": "inverse_dynamics_pd"},
+    JointSpaceMPC: {"type": "mpc", "horizon": 3, "max_iter": 3},
+}
+
+
+def test_every_twin_is_listed_in_the_adapter():
+    assert set(skelarm_internals.EXPECTED) == set(_WRAPPED)
+    for cls in _WRAPPED:
+        assert has_fast_model(object.__new__(cls))
+
+
+@pytest.mark.parametrize("cls", list(_WRAPPED), ids=lambda cls: cls.__name__)
+def test_skelarms_controllers_have_the_state_their_twins_were_written_for(arm_scenario, cls):
+    """Fails, naming the attribute or method, when the installed skelarm moves an internal a twin relies on."""
+    controller = _build(arm_scenario, _WRAPPED[cls])
+    assert type(controller) is cls
+    changes = skelarm_internals.state_changes(controller)
+    assert not changes, "; ".join(changes) + ": update skelarm_ros/control/skelarm_internals.py and the twins"
+    skeleton = arm_scenario.skeleton.clone()
+    controller.reset(skeleton)
+    for k in range(3):  # nothing new appears while it runs either
+        controller.update(k * 0.002, skeleton, 0.002)
+        controller.control(k * 0.002, skeleton)
+    changes = skelarm_internals.state_changes(controller)
+    assert not changes, "; ".join(changes) + " (after running): update skelarm_ros/control/skelarm_internals.py"
+    assert set(controller.log_channels()) == {"q_ref", "error"}
+
+
+def test_no_other_control_module_names_skelarms_private_state():
+    private = set()
+    for internals in skelarm_internals.EXPECTED.values():
+        private |= {name for name in internals.attributes | set(internals.methods) if name.startswith("_")}
+    overridden = {"_predict", "_rollout_cost"}  # the MPC twin's way in, listed in EXPECTED too
+    for module in (loop_module, plugins, twins, control):
+        text = Path(module.__file__).read_text(encoding="utf-8")
+        named = {name for name in private - overridden if re.search(rf"\b{name}\b", text)}
+        assert not named, f"{module.__name__} names skelarm's private {sorted(named)}; go through skelarm_internals"
+
+
+def test_mpc_state_the_adapter_reads_and_writes(arm_scenario):
+    controller = _build(arm_scenario, _WRAPPED[JointSpaceMPC])
+    skeleton = arm_scenario.skeleton.clone()
+    assert skelarm_internals.mpc_joint_limits(controller) == (None, None)
+    warm = skelarm_internals.mpc_warm_start(controller, skeleton)  # resets a controller never reset
+    assert warm.shape == (3, skeleton.num_joints) and not warm.any()
+    lower, upper = skelarm_internals.mpc_joint_limits(controller)
+    np.testing.assert_array_equal(lower, [link.prop.qmin for link in skeleton.links[1:]])
+    np.testing.assert_array_equal(upper, [link.prop.qmax for link in skeleton.links[1:]])
+    q_ref, error = np.full(skeleton.num_joints, 0.5), np.full(skeleton.num_joints, -0.25)
+    skelarm_internals.mpc_keep(controller, warm + 1.0, q_ref, error)
+    assert skelarm_internals.mpc_warm_start(controller, skeleton) is not warm  # kept, not reset again
+    np.testing.assert_array_equal(skelarm_internals.mpc_warm_start(controller, skeleton), warm + 1.0)
+    assert controller.log_channels() == {"q_ref": q_ref, "error": error}  # what skelarm's own code logs
+
+
+def test_take_over_moves_the_whole_state_into_the_twin(arm_scenario):
+    controller = _build(arm_scenario, {"type": "computed_torque", "kp": 50.0})
+    fast = skelarm_internals.take_over(controller, FastComputedTorque)
+    assert type(fast) is FastComputedTorque
+    assert vars(fast) == vars(controller)
+    assert fast.reference is controller.reference
+
+
+def test_a_skelarm_with_other_internals_keeps_its_own_model_with_a_warning(arm_scenario, monkeypatch):
+    renamed = _build(arm_scenario, {"type": "computed_torque"})
+    renamed._tracking_error = renamed.__dict__.pop("_error")
+    with pytest.warns(UserWarning, match=r"no longer has the attribute\(s\) \['_error'\]") as caught:
+        assert with_fast_model(renamed, arm_scenario.skeleton, 0.002) is renamed
+    message = str(caught[0].message)
+    assert "has attribute(s) ['_tracking_error'] its fast twin does not know" in message
+    assert "ComputedTorque keeps skelarm's own model" in message
+
+    monkeypatch.delattr(TrackingController, "_store")
+    stored = _build(arm_scenario, {"type": "inverse_dynamics_pd"})
+    with pytest.warns(
+        UserWarning, match=r"InverseDynamicsFeedforwardPD no longer has the method _store\(q_ref, error\)"
+    ):
+        assert with_fast_model(stored, arm_scenario.skeleton, 0.002) is stored
+
+    def predict(self, q, dq, torque):
+        return q
+
+    monkeypatch.setattr(JointSpaceMPC, "_predict", predict)
+    mpc = _build(arm_scenario, _WRAPPED[JointSpaceMPC])
+    with pytest.warns(
+        UserWarning, match=r"JointSpaceMPC._predict now takes \(q, dq, torque\) instead of \(q, dq, tau\)"
+    ):
+        assert with_fast_model(mpc, arm_scenario.skeleton, 0.002) is mpc
+
+
+def test_the_package_re_exports_the_owning_modules_names():
+    owners = (loop_module, plugins, twins)
+    for name in control.__all__:
+        owner = next(module for module in owners if hasattr(module, name))
+        assert getattr(control, name) is getattr(owner, name), name
 
 
 def _scenario_params():
@@ -272,7 +384,7 @@ def test_time_reversal_reject_rejects_earlier_states():
     with pytest.raises(Rejected, match="earlier than the previous"):
         loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 1_000_000)
     assert loop.control(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 4_000_000).t == pytest.approx(0.002)
-    with pytest.raises(ValueError, match="time_reversal must be one of"):
+    with pytest.raises(ValueError, match="time_reversal 'rewind' is not one of reset, reject"):
         loop.set_time_reversal("rewind")
 
 
@@ -290,9 +402,11 @@ def test_effort_limits_clamp_and_are_validated():
     unclamped = free.control(*state).torque
     assert np.abs(unclamped).max() > 0.5
     np.testing.assert_array_equal(loop.control(*state).torque, np.clip(unclamped, [-0.5, -0.25], [0.5, 0.25]))
-    with pytest.raises(ValueError, match="one positive bound per joint"):
+    with pytest.raises(
+        ValueError, match="effort_limits has 1 values but the arm has 2 joints; give one limit per joint"
+    ):
         loop.set_effort_limits([1.0])
-    with pytest.raises(ValueError, match="must all be positive"):
+    with pytest.raises(ValueError, match="effort_limits must be positive"):
         loop.set_effort_limits([1.0, float("nan")])
     loop.set_effort_limits([])
     assert loop.effort_limits is None
@@ -397,11 +511,11 @@ class _FakeEntryPoint:
 @pytest.fixture
 def plugin_registry(monkeypatch):
     monkeypatch.setattr(skelarm.scenario, "_BUILDERS", dict(skelarm.scenario._BUILDERS))
-    monkeypatch.setattr(control, "_PLUGIN_NAMES", set())
+    monkeypatch.setattr(plugins, "_PLUGIN_NAMES", set())
 
     def install(*entries):
         def fake_entry_points(*, group):
-            return list(entries) if group == control.PLUGIN_GROUP else []
+            return list(entries) if group == plugins.PLUGIN_GROUP else []
 
         monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
 
@@ -435,7 +549,7 @@ def test_dt_parameter_rebuilds_with_that_step():
     loop, _ = build_control_loop("reach", dt=0.001)
     assert loop.dt == 0.001
     assert loop.controller.engine.dt == 0.001
-    with pytest.raises(ValueError, match="dt must be 0"):
+    with pytest.raises(ValueError, match=r"dt must be zero or a positive number \(s\), got -1.0"):
         build_control_loop("reach", dt=-1.0)
 
 
@@ -445,14 +559,12 @@ def test_fast_model_can_be_turned_off():
 
 
 def test_joint_space_controllers_skip_the_skeletons_kinematics_without_changing_a_torque(monkeypatch):
-    from skelarm_ros import control
-
     def run() -> list[np.ndarray]:
         loop, _ = build_control_loop("reach_four_dof_robot")
         scenario = _quiet_load("reach_four_dof_robot")
         return [row[3] for row in _drive(loop, ArmEngine(scenario.skeleton, loop.dt), 200)]
 
     skipped = run()
-    assert control.reads_joints_only(build_control_loop("reach")[0].controller)
-    monkeypatch.setattr(control, "reads_joints_only", lambda _controller: False)
+    assert twins.reads_joints_only(build_control_loop("reach")[0].controller)
+    monkeypatch.setattr(loop_module, "reads_joints_only", lambda _controller: False)
     np.testing.assert_array_equal(skipped, run())

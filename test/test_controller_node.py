@@ -13,7 +13,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from skelarm_ros.control import build_control_loop
+from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.nodes.controller import ControllerNode
 from skelarm_ros.scenario import ScenarioError
 

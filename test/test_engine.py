@@ -53,6 +53,9 @@ def test_dynamics_and_kinematics_match_skelarm(num_links: int, gravity: tuple[fl
         assert close(engine.mass_matrix(q), skelarm.compute_mass_matrix(skeleton))
         assert close(engine.bias(q, dq), skelarm.compute_coriolis_gravity_vector(skeleton, grav))
         assert close(engine.forward_dynamics(q, dq, tau), skelarm.compute_forward_dynamics(skeleton, tau, grav))
+        ddq = rng.uniform(-20, 20, num_links)
+        expected = skelarm.compute_mass_matrix(skeleton) @ ddq + skelarm.compute_coriolis_gravity_vector(skeleton, grav)
+        assert close(engine.inverse_dynamics(q, dq, ddq), expected)
         tip = skeleton.links[-1]
         assert close(engine.endpoint(q), np.array([tip.xe, tip.ye]))
         assert close(engine.jacobian(q), compute_jacobian(skeleton))
@@ -118,7 +121,7 @@ def test_non_finite_state_is_refused_and_state_kept() -> None:
 def test_bad_dt_is_refused() -> None:
     skeleton = random_skeleton(np.random.default_rng(5), 2)
     for dt in (0.0, -1.0, float("nan")):
-        with pytest.raises(ValueError, match="positive"):
+        with pytest.raises(ValueError, match=r"^dt must be a positive number \(s\), got"):
             ArmEngine(skeleton, dt)
 
 

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from skelarm.recording import dump_toml
 
 from skelarm_ros.bag_to_log import main as bag_to_log_main
-from skelarm_ros.control import build_control_loop
+from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.engine import ArmEngine, run_controlled
 from skelarm_ros.log_to_bag import log_to_bag

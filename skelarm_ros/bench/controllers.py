@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import skelarm
 
-from skelarm_ros.control import has_fast_model, with_fast_model
+from skelarm_ros.control.twins import has_fast_model, with_fast_model
 from skelarm_ros.engine import sync_skeleton
 
 DT = 0.002

@@ -3,7 +3,7 @@
 
 """The ``controller`` node: runs the scenario's skelarm controller on ``joint_states``.
 
-A thin shell around :class:`skelarm_ros.control.ControlLoop`: parameters, topics and
+A thin shell around :class:`skelarm_ros.control.loop.ControlLoop`: parameters, topics and
 logging. See docs/controller.md for the parameters, topics and channel messages.
 """
 
@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.cdr import JointStateWriter
-from skelarm_ros.control import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import (
     BASE_FRAME,
