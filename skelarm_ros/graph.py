@@ -439,6 +439,7 @@ def _controller(graph: _Graph) -> NodeSpec:
     parameters: dict[str, ParameterValue] = {
         "scenario": graph.scenario,
         "command_interface": graph.command_interface,
+        "reliable_states": graph.lockstep,  # lockstep answers every state; realtime takes any driver's
         "thread_priority": graph.priority,
     }
     if graph.simulate:

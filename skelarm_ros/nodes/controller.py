@@ -13,7 +13,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PointStamped
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -34,6 +33,7 @@ from skelarm_ros.interface import (
 from skelarm_ros.nodes.kit import (
     KEEP_ALL,
     HeldBack,
+    IncompatiblePeers,
     JointStateInput,
     KitNode,
     choice,
@@ -42,6 +42,7 @@ from skelarm_ros.nodes.kit import (
     flag,
     floats,
     live_parameters,
+    newest,
     number,
     run_node,
     strings,
@@ -71,7 +72,12 @@ PARAMETERS = (
     ),
     number("dt", 0.0, "control step handed to the controller; 0: the scenario's [simulator].dt", zero=True),
     flag("fast_model", True, "Pinocchio model for computed torque, inverse-dynamics PD and MPC"),
-    count("qos_depth", 10, "history depth of joint_states and effort_controller/commands (reliable)", low=1),
+    count("qos_depth", 10, "history depth of joint_states and effort_controller/commands", low=1),
+    flag(
+        "reliable_states",
+        False,
+        "read joint_states reliably (lockstep: every state answered); false takes best-effort drivers too",
+    ),
     floats("effort_limits", "per-joint torque bounds (N*m); empty: none", live=True),
     choice("time_reversal", TIME_REVERSAL_MODES, "what a state stamped earlier than the previous one does", live=True),
     flag("publish_channels", True, "publish the controller's channels on controller/<channel>", live=True),
@@ -127,13 +133,19 @@ class ControllerNode(KitNode):
         self.failures = 0
         self._publish_channels: bool = p["publish_channels"]
         self._stamped = p["command_interface"] == JOINT_COMMANDS
-        state_qos = QoSProfile(depth=p["qos_depth"], reliability=ReliabilityPolicy.RELIABLE)
-        # Lockstep waits for every command: keep all, so none is dropped.
-        self._out_qos = KEEP_ALL if self._stamped else state_qos
+        # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
+        state_qos = newest(p["qos_depth"], reliable=p["reliable_states"])
+        # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
+        self._out_qos = KEEP_ALL if self._stamped else newest(p["qos_depth"], reliable=True)
         topic = COMMAND_TOPICS[p["command_interface"]]
+        readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
         self.command_pub: Publisher = self.create_publisher(
-            JointState if self._stamped else Float64MultiArray, topic, self._out_qos
+            JointState if self._stamped else Float64MultiArray,
+            topic,
+            self._out_qos,
+            event_callbacks=readers.publisher_events(),
         )
+        readers.endpoint = self.command_pub
         # joint_commands go out as bytes (skelarm_ros.cdr): the stamp and efforts written into a template.
         self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
@@ -153,7 +165,12 @@ class ControllerNode(KitNode):
             self._apply_parameters,
             checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
         )
-        self.state_input = JointStateInput(self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state)
+        drivers = IncompatiblePeers(
+            self, f"publish {JOINT_STATES} reliably, or set reliable_states:=false to take best-effort states"
+        )
+        self.state_input = JointStateInput(
+            self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
+        )
         self.create_subscription(PointStamped, TARGET, self.on_target, 10)
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
@@ -266,13 +283,14 @@ class ControllerNode(KitNode):
         """Take a new reaching target; the controller follows it from the next state."""
         point = msg.point
         try:
-            self.loop.set_target(msg.header.frame_id, point.x, point.y, point.z)
+            new = self.loop.set_target(msg.header.frame_id, point.x, point.y, point.z)
         except Rejected as error:
             self.get_logger().warning(f"target ignored: {error}", throttle_duration_sec=WARN_PERIOD)
             return
-        self.get_logger().info(
-            f"new target ({point.x:.4g}, {point.y:.4g}); the controller restarts from the next state"
-        )
+        if new:
+            self.get_logger().info(
+                f"new target ({point.x:.4g}, {point.y:.4g}); the controller restarts from the next state"
+            )
 
 
 def main(args: list[str] | None = None) -> int:
