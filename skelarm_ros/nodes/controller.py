@@ -10,14 +10,17 @@ logging. See docs/controller.md for the parameters, topics and channel messages.
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PointStamped
+from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.cdr import JointStateWriter
 from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import (
     BASE_FRAME,
@@ -45,6 +48,7 @@ from skelarm_ros.nodes.kit import (
     newest,
     number,
     run_node,
+    say,
     strings,
     text,
 )
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
 NODE_NAME = "controller"
 DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
+WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
 
 PARAMETERS = (
     text("scenario", "", "skelarm scenario TOML (path or bundled name; empty: bundled reach)"),
@@ -172,6 +177,9 @@ class ControllerNode(KitNode):
             self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
         )
         self.create_subscription(PointStamped, TARGET, self.on_target, 10)
+        self.progress = TaskProgress(self.loop)
+        self._waiting_said = -WAIT_REPORT
+        self.create_timer(1.0, self.status, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
             f"commands on {topic} in the order {self.loop.command_joints}"
@@ -243,6 +251,20 @@ class ControllerNode(KitNode):
         if self._publish_channels:
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
+        say(self, self.progress.controlled(output.t))
+
+    def status(self) -> None:
+        """Say how the task goes every few seconds, or what the controller waits for before its first state."""
+        now = time.monotonic()
+        if self.progress.commands:
+            say(self, self.progress.report(now))
+            return
+        subscription = self.state_input.subscription
+        if subscription.get_publisher_count() == 0 and now - self._waiting_said >= WAIT_REPORT:
+            self._waiting_said = now
+            self.get_logger().info(
+                f"waiting for a publisher on {subscription.topic_name} (the simulator, or a driver's joint states)"
+            )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
         torque = self.loop.command_torque(output.torque).tolist()
