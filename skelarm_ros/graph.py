@@ -183,6 +183,12 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "SCHED_FIFO priority (1-99) for the simulator's and the controller's threads, where the user may; "
             "0 for normal scheduling",
         ),
+        LaunchArgument(
+            "publish_clock",
+            "true",
+            "the simulator publishes its time on /clock; false for all but one of several arms on one domain",
+            BOOLEAN,
+        ),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
         LaunchArgument(
             "rviz",
@@ -279,6 +285,18 @@ def _existing_path(text: str, argument: str, what: str) -> str:
     return str(path.resolve())
 
 
+def _new_path(text: str, argument: str, what: str) -> str:
+    """Check before anything starts that an output can be made: it does not exist, its folder does."""
+    path = Path(text).expanduser().resolve()
+    if path.exists():
+        msg = f"{argument} '{text}' exists already; give {what} that does not exist yet (nothing is overwritten)"
+        raise GraphError(msg)
+    if not path.parent.is_dir():
+        msg = f"{argument} '{text}': the folder '{path.parent}' does not exist; create it or choose another path"
+        raise GraphError(msg)
+    return str(path)
+
+
 def rviz_config() -> Path:
     """Return the path of the rviz configuration the graph opens (``config/skelarm.rviz``)."""
     return share_directory() / RVIZ_CONFIG
@@ -368,7 +386,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         duration=duration,
         controller=controller,
         force_source=force_source,
-        record=str(Path(values["record"]).expanduser().resolve()) if values["record"] else "",
+        record=_new_path(values["record"], "record", "a bag folder to create") if values["record"] else "",
         joint_names=joint_names,
         command_joints=command_joints,
         priority=_checked(check_count, "thread_priority", values["thread_priority"], 99),
@@ -426,7 +444,7 @@ def _simulator(graph: _Graph) -> NodeSpec:
         "mode": graph.values["mode"],
         "duration": graph.duration,
         "command_interface": graph.command_interface,
-        "publish_clock": True,
+        "publish_clock": _flag(graph.values, "publish_clock"),
         "wait_for_wrench": graph.lockstep and bool(graph.force_source),
         "min_subscribers": readers,
         "wait_for_controller": graph.controller,
