@@ -41,6 +41,7 @@ from typing import IO, TYPE_CHECKING
 import yaml
 
 from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
+from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -144,11 +145,16 @@ def find_executable(package: str, executable: str) -> list[str] | None:
 
 @dataclass
 class Planned:
-    """One process to start: a label for its output, its command, and whether its exit ends the graph."""
+    """One process to start: a label for its output, its command, and whether its exit ends the graph.
+
+    ``own`` marks this package's executables: they start with SIGINT and SIGTERM
+    blocked until their handlers are in place (:func:`skelarm_ros.startup.take_signals`).
+    """
 
     label: str
     command: list[str]
     ends_graph: bool = False
+    own: bool = False
 
 
 def plan(
@@ -195,7 +201,7 @@ def plan(
         with params_file.open("w", encoding="utf-8") as stream:
             yaml.safe_dump(parameters_document(spec), stream, default_flow_style=False)
         command = [*start, *spec.arguments, *ros_arguments(spec, params_file)]
-        planned.append(Planned(label, command, spec.ends_graph))
+        planned.append(Planned(label, command, spec.ends_graph, own=spec.package == PACKAGE))
     return planned
 
 
@@ -242,7 +248,17 @@ class Runner:
 
     def _start(self, planned: Planned) -> _Process:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        popen = subprocess.Popen(
+        with started_blocked() if planned.own else contextlib.nullcontext():
+            popen = self._popen(planned, env)
+        assert popen.stdout is not None
+        reader = threading.Thread(target=self._forward, args=(planned.label, popen.stdout), daemon=True)
+        reader.start()
+        self.say(_LABEL, f"started {planned.label} (pid {popen.pid})")
+        return _Process(planned, popen, reader)
+
+    @staticmethod
+    def _popen(planned: Planned, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             planned.command,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -250,11 +266,6 @@ class Runner:
             env=env,
             process_group=0,  # Ctrl-C reaches the launcher only, which then stops each node once
         )
-        assert popen.stdout is not None
-        reader = threading.Thread(target=self._forward, args=(planned.label, popen.stdout), daemon=True)
-        reader.start()
-        self.say(_LABEL, f"started {planned.label} (pid {popen.pid})")
-        return _Process(planned, popen, reader)
 
     def run(self, planned: Sequence[Planned]) -> int:
         """Run the processes until one ends the graph, one fails, all exit, or a stop is requested.

@@ -62,7 +62,7 @@ from skelarm_ros.cdr import JointStateLayout
 from skelarm_ros.interface import check_choice, check_count, check_non_negative, check_positive
 from skelarm_ros.lifecycle import ERROR, WARNING
 from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, stop_requested, try_shutdown
-from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS
+from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, take_signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -182,6 +182,7 @@ def run_node(
         prog=name, description=f"{description} Set parameters with --ros-args -p name:=value."
     ).parse_args(remove_ros_args(argv)[1:])
     previous = {signum: signal.signal(signum, _noted) for signum in STOP_SIGNALS}
+    take_signals()  # if the process started with them blocked
     try:
         rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
         try:
