@@ -115,6 +115,23 @@ class SumOfSines:
         w[after], dw[after], ddw[after] = 0.0, 0.0, 0.0
         return w, dw, ddw
 
+    def _window_at(self, t: float) -> tuple[float, float, float]:
+        """Return the fade and its first two derivatives at one time (as :meth:`_window`)."""
+        if t >= self.duration:
+            return 0.0, 0.0, 0.0
+        rate = math.pi / self.fade
+        if t < self.fade:
+            u, sign = max(t, 0.0), 1.0
+        elif t > self.duration - self.fade:
+            u, sign = self.duration - t, -1.0
+        else:
+            return 1.0, 0.0, 0.0
+        return (
+            0.5 * (1.0 - math.cos(rate * u)),
+            sign * 0.5 * rate * math.sin(rate * u),
+            0.5 * rate**2 * math.cos(rate * u),
+        )
+
     def sample_many(self, times: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         """``(q, dq, ddq)`` at each time, each shape ``(T, N)``."""
         t = np.asarray(times, dtype=np.float64).reshape(-1)
@@ -128,9 +145,16 @@ class SumOfSines:
         return self.offsets + w * s, dw * s + w * ds, ddw * s + 2.0 * dw * ds + w * dds
 
     def sample(self, t: float) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """``(q_r, dq_r, ddq_r)`` at time ``t`` (rad, rad/s, rad/s^2)."""
-        q, dq, ddq = self.sample_many(np.array([t]))
-        return q[0], dq[0], ddq[0]
+        """Return ``(q_r, dq_r, ddq_r)`` at time ``t`` (rad, rad/s, rad/s^2), as :meth:`sample_many` does."""
+        omega = 2.0 * math.pi * self.frequencies
+        angle = omega * t + self.phases
+        sine, cosine = np.sin(angle), np.cos(angle)
+        a = self.amplitudes
+        s = np.sum(a * sine, axis=1)
+        ds = np.sum(a * omega * cosine, axis=1)
+        dds = -np.sum(a * omega**2 * sine, axis=1)
+        w, dw, ddw = self._window_at(float(t))
+        return self.offsets + w * s, dw * s + w * ds, ddw * s + 2.0 * dw * ds + w * dds
 
     def scaled(self, factors: NDArray[np.float64] | float) -> SumOfSines:
         """Return the reference with each joint's amplitudes multiplied by ``factors`` (one per joint or one)."""

@@ -348,7 +348,7 @@ def report_lines(result: Result) -> list[str]:
     s, f = result.samples, result.fit
     lines = [
         f"data: {f.samples} samples of {len(result.joints)} joints {result.joints} from {s.frames} frames "
-        f"({s.dropped} steps dropped as NaN or masked"
+        f"({s.dropped} steps dropped as NaN or masked, {s.gaps} at gaps in the recording"
         + (f", {f.filtered_out} too short to filter" if f.filtered_out else "")
         + f"), step {s.step:.6g} s{'' if s.uniform else ' (not uniform)'}",
         *(f"torque: {effort}" for effort in dict.fromkeys(result.efforts)),

@@ -14,6 +14,9 @@ is and over which step it acted (``[extra].effort.timing``):
 - ``applied_until_frame`` (a joint state's effort): the torque at frame ``k`` acted
   over the step that ended at ``t_k``.
 
+Frames missing from a recording (a step longer than 1.5 median steps) break the run:
+no acceleration is taken across the gap.
+
 The acceleration of sample ``k`` is the forward difference quotient
 ``(dq_{k+1} - dq_k) / (t_{k+1} - t_k)`` and its torque the one that acted over that
 step. The simulator integrates with semi-implicit Euler (``dq += ddq dt``), so on
@@ -57,6 +60,7 @@ LOG_SUFFIX = ".npz"
 _UNIFORM_RTOL = 1e-6  # relative spread of the steps accepted as a uniform step
 _UNIFORM_ATOL = 2e-9  # s: two nanosecond-stamp roundings
 _MIN_FRAMES = 3
+GAP_FACTOR = 1.5  # a step this many times the median one is frames missing
 
 
 @dataclass
@@ -149,6 +153,8 @@ class Samples:
         Frames read.
     dropped : int
         Steps not used because a value was NaN or masked.
+    gaps : int
+        Steps not used because frames are missing after them (a step over 1.5 median steps).
     uniform : bool
         Whether every step equals ``step`` to within the stamps' rounding.
     """
@@ -163,6 +169,7 @@ class Samples:
     step: float
     frames: int
     dropped: int
+    gaps: int
     uniform: bool
 
     def __len__(self) -> int:
@@ -316,8 +323,11 @@ def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recor
 # -- aligning --------------------------------------------------------------------------------------------
 
 
-def steps_of(time: NDArray[np.float64], source: Path) -> tuple[NDArray[np.float64], float, bool]:
-    """Return the step after each frame (s), the mean step, and whether the steps are uniform.
+def steps_of(time: NDArray[np.float64], source: Path) -> tuple[NDArray[np.float64], NDArray[np.bool_], float, bool]:
+    """Return the step after each frame (s), where frames are missing, the mean step, and whether it is uniform.
+
+    A step longer than 1.5 times the median step is a gap (messages lost in the
+    recording): no acceleration is taken across it.
 
     Raises
     ------
@@ -336,9 +346,11 @@ def steps_of(time: NDArray[np.float64], source: Path) -> tuple[NDArray[np.float6
             "identify needs frames in time order, one per step (record with one clock, or convert with --clock log)"
         )
         raise IdentificationError(msg)
-    mean = float(time[-1] - time[0]) / (len(time) - 1)
-    uniform = bool(np.max(np.abs(steps - mean)) <= _UNIFORM_RTOL * mean + _UNIFORM_ATOL)
-    return (np.full(len(steps), mean) if uniform else steps), mean, uniform
+    gap = steps > GAP_FACTOR * float(np.median(steps))
+    regular = steps[~gap]
+    mean = float(np.sum(regular)) / len(regular)
+    uniform = bool(np.max(np.abs(regular - mean)) <= _UNIFORM_RTOL * mean + _UNIFORM_ATOL)
+    return (np.where(gap, steps, mean) if uniform else steps), gap, mean, uniform
 
 
 def align(recording: Recording) -> Samples:
@@ -352,14 +364,14 @@ def align(recording: Recording) -> Samples:
     Returns
     -------
     Samples
-        One row per step whose values are all valid.
+        One row per step whose values are all valid and whose next frame follows without a gap.
 
     Raises
     ------
     IdentificationError
         If the times do not increase or there are too few frames.
     """
-    steps, mean, uniform = steps_of(recording.time, recording.source)
+    steps, gap, mean, uniform = steps_of(recording.time, recording.source)
     q, dq = recording.q[:-1], recording.dq[:-1]
     ddq = (recording.dq[1:] - dq) / steps[:, np.newaxis]
     tau = recording.tau[:-1] if recording.timing == FROM_FRAME else recording.tau[1:]
@@ -367,7 +379,8 @@ def align(recording: Recording) -> Samples:
     force = recording.force[:-1] if recording.force is not None else None
     if force is not None:
         columns.append(force)
-    valid = np.all(np.isfinite(np.hstack(columns)), axis=1)
+    finite = np.all(np.isfinite(np.hstack(columns)), axis=1)
+    valid = finite & ~gap
     segment = np.cumsum(~valid)[valid].astype(np.int64)
     return Samples(
         time=(recording.time[:-1] - recording.time[0])[valid],
@@ -379,7 +392,8 @@ def align(recording: Recording) -> Samples:
         segment=segment,
         step=mean,
         frames=len(recording.time),
-        dropped=int(np.count_nonzero(~valid)),
+        dropped=int(np.count_nonzero(~finite)),
+        gaps=int(np.count_nonzero(gap)),
         uniform=uniform,
     )
 
@@ -411,6 +425,7 @@ def merge(parts: Sequence[Samples]) -> Samples:
         step=float(np.mean(steps)),
         frames=sum(part.frames for part in parts),
         dropped=sum(part.dropped for part in parts),
+        gaps=sum(part.gaps for part in parts),
         uniform=uniform,
     )
 
