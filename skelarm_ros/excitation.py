@@ -14,7 +14,7 @@ The reference of joint ``j`` is
 
 ``q_j(t) = o_j + w(t) sum_k a_jk sin(2 pi f_k t + phi_jk)``
 
-with a cosine fade ``w`` from 0 to 1 over the first ``fade`` seconds and back to 0
+with a smooth (quintic) fade ``w`` from 0 to 1 over the first ``fade`` seconds and back to 0
 over the last, so it starts and ends at rest at the offsets. ``[task]`` keys (angles
 in degrees, as every skelarm TOML gives them):
 
@@ -72,6 +72,19 @@ class ExcitationError(ValueError):
     """An excitation task or controller table that cannot be used; the message names the key and the fix."""
 
 
+def _smoothstep(ramp: NDArray[np.float64], fade: float, sign: float) -> tuple[NDArray[np.float64], ...]:
+    """Quintic fade ``10u^3 - 15u^4 + 6u^5`` of ``u = ramp / fade`` and its time derivatives (``sign`` of d ramp/dt).
+
+    It rises from 0 to 1 with zero first and second derivatives at both ends, so the
+    reference's acceleration has no jump where the fade starts or ends.
+    """
+    u = np.clip(ramp, 0.0, fade) / fade
+    w = u**3 * (10.0 + u * (-15.0 + 6.0 * u))
+    dw = sign * 30.0 * u**2 * (1.0 - u) ** 2 / fade
+    ddw = 60.0 * u * (1.0 - u) * (1.0 - 2.0 * u) / fade**2
+    return w, dw, ddw
+
+
 @dataclass(frozen=True)
 class SumOfSines:
     """The faded sum-of-sines joint reference (a :class:`skelarm.control.JointReference`).
@@ -102,15 +115,11 @@ class SumOfSines:
     def _window(self, t: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         """Return the fade ``w`` and its first two derivatives at times ``t``."""
         w, dw, ddw = np.ones_like(t), np.zeros_like(t), np.zeros_like(t)
-        rate = math.pi / self.fade
         for mask, ramp, sign in (
             (t < self.fade, t, 1.0),
             (t > self.duration - self.fade, self.duration - t, -1.0),
         ):
-            u = np.clip(ramp[mask], 0.0, self.fade)
-            w[mask] = np.minimum(w[mask], 0.5 * (1.0 - np.cos(rate * u)))
-            dw[mask] = sign * 0.5 * rate * np.sin(rate * u)
-            ddw[mask] = 0.5 * rate**2 * np.cos(rate * u)
+            w[mask], dw[mask], ddw[mask] = _smoothstep(ramp[mask], self.fade, sign)
         after = t >= self.duration
         w[after], dw[after], ddw[after] = 0.0, 0.0, 0.0
         return w, dw, ddw
@@ -119,18 +128,14 @@ class SumOfSines:
         """Return the fade and its first two derivatives at one time (as :meth:`_window`)."""
         if t >= self.duration:
             return 0.0, 0.0, 0.0
-        rate = math.pi / self.fade
         if t < self.fade:
-            u, sign = max(t, 0.0), 1.0
+            ramp, sign = t, 1.0
         elif t > self.duration - self.fade:
-            u, sign = self.duration - t, -1.0
+            ramp, sign = self.duration - t, -1.0
         else:
             return 1.0, 0.0, 0.0
-        return (
-            0.5 * (1.0 - math.cos(rate * u)),
-            sign * 0.5 * rate * math.sin(rate * u),
-            0.5 * rate**2 * math.cos(rate * u),
-        )
+        w, dw, ddw = _smoothstep(np.array([ramp]), self.fade, sign)
+        return float(w[0]), float(dw[0]), float(ddw[0])
 
     def sample_many(self, times: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
         """``(q, dq, ddq)`` at each time, each shape ``(T, N)``."""
