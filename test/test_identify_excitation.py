@@ -1,4 +1,4 @@
-"""The excitation: a sum-of-sines reference inside the joint and effort limits, a controller plugin a scenario selects."""
+"""The excitation: a sum-of-sines reference inside the joint and effort limits, a controller plugin scenarios select."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_the_reference_starts_and_ends_at_rest_and_its_derivatives_are_consisten
     q0, dq0, _ = reference.sample(0.0)
     np.testing.assert_array_equal(q0, arm.q)
     np.testing.assert_array_equal(dq0, 0.0)
-    q_end, dq_end, ddq_end = reference.sample(6.0)
+    q_end, dq_end, _ = reference.sample(6.0)
     np.testing.assert_allclose(q_end, arm.q, atol=1e-12)
     np.testing.assert_allclose(dq_end, 0.0, atol=1e-12)
     times = np.linspace(0.0, 6.0, 60_001)
