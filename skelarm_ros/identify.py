@@ -369,7 +369,10 @@ def report_lines(result: Result) -> list[str]:
     lines += _twin_lines(result)
     for prediction in result.predictions:
         twin_error = Prediction.error(prediction.twin, prediction.measured)
-        line = f"held-out {prediction.source}: torque RMS error twin {100.0 * twin_error:.3g} %"
+        line = (
+            f"held-out {prediction.source} ({len(prediction.time)} samples): "
+            f"torque RMS error twin {100.0 * twin_error:.3g} %"
+        )
         if prediction.prior is not None:
             line += f", prior {100.0 * Prediction.error(prediction.prior, prediction.measured):.3g} %"
         lines.append(line)

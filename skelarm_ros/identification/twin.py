@@ -34,7 +34,7 @@ from skelarm.recording import dump_toml
 
 from skelarm_ros.engine import build_model
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import lowpass
+from skelarm_ros.identification.data import GAP_FACTOR, lowpass
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from skelarm_ros.identification.data import Samples
 
 TABLE = "identification"
-_PLOT_POINTS = 2500  # samples drawn per line at most
+_PLOT_POINTS = 1200  # samples drawn per line at most
 FRICTION_NOTE = (
     "skelarm's model has no joint friction: the simulated twin runs without it. These coefficients "
     "(viscous in N*m*s/rad, Coulomb in N*m, per joint) are the friction the fit attributed to the real arm."
@@ -211,6 +211,21 @@ def smooth_pair(
 # -- the plot --------------------------------------------------------------------------------------------
 
 
+def _with_breaks(prediction: Prediction) -> tuple[Any, ...]:
+    """Thin the series to what the figure shows, with NaN rows where frames are missing (so lines break there)."""
+    time = prediction.time
+    series = [prediction.measured, prediction.twin, prediction.prior]
+    steps = np.diff(time)
+    if steps.size:
+        breaks = np.flatnonzero(steps > GAP_FACTOR * float(np.median(steps))) + 1
+        time = np.insert(time, breaks, np.nan)
+        series = [None if values is None else np.insert(values, breaks, np.nan, axis=0) for values in series]
+    shown = np.zeros(len(time), dtype=bool)
+    shown[:: max(1, len(time) // _PLOT_POINTS)] = True  # more would not show at this size
+    shown |= np.isnan(time)  # every break
+    return (time[shown], *(None if values is None else values[shown] for values in series))
+
+
 def torque_figure(prediction: Prediction, joints: Sequence[str], title: str) -> Figure:
     """Measured against predicted torques per joint, one panel each, on the Agg canvas."""
     from matplotlib.figure import Figure
@@ -219,13 +234,12 @@ def torque_figure(prediction: Prediction, joints: Sequence[str], title: str) -> 
     figure = Figure(figsize=(10.0, 1.9 * n + 1.2), layout="constrained")
     axes = figure.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
     twin_error = Prediction.error(prediction.twin, prediction.measured)
-    shown = slice(None, None, max(1, len(prediction.time) // _PLOT_POINTS))  # more would not show at this size
-    time = prediction.time[shown]
+    time, measured, twin, prior = _with_breaks(prediction)
     for j, ax in enumerate(axes):
-        ax.plot(time, prediction.measured[shown, j], color="0.35", lw=2.2, label="measured")
-        ax.plot(time, prediction.twin[shown, j], color="tab:blue", lw=1.0, label="twin")
-        if prediction.prior is not None:
-            ax.plot(time, prediction.prior[shown, j], "--", color="tab:orange", lw=1.0, label="prior")
+        ax.plot(time, measured[:, j], color="0.35", lw=2.2, label="measured")
+        ax.plot(time, twin[:, j], color="tab:blue", lw=1.0, label="twin")
+        if prior is not None:
+            ax.plot(time, prior[:, j], "--", color="tab:orange", lw=1.0, label="prior")
         ax.set_ylabel(f"{joints[j]} (N*m)")
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper right", ncol=3, fontsize="small")
