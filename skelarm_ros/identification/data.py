@@ -342,7 +342,8 @@ def steps_of(time: NDArray[np.float64], source: Path) -> tuple[NDArray[np.float6
     if bad.size:
         k = int(bad[0])
         msg = (
-            f"input '{source}': times do not increase at frame {k + 1} (t={time[k + 1]!r} s after {time[k]!r} s); "
+            f"input '{source}': times do not increase at frame {k + 1} "
+            f"(t={float(time[k + 1]):.9g} s after {float(time[k]):.9g} s); "
             "identify needs frames in time order, one per step (record with one clock, or convert with --clock log)"
         )
         raise IdentificationError(msg)
