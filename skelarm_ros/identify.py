@@ -450,8 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     except IdentificationError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 1
-    for warning in dict.fromkeys(str(item.message) for item in caught):
-        print(f"{PROG}: note: {warning}", file=sys.stderr)
+    for warning in dict.fromkeys(str(item.message) for item in caught if issubclass(item.category, UserWarning)):
+        print(f"{PROG}: note: {warning}", file=sys.stderr)  # the tools' own notes, not libraries' deprecations
     print("\n".join(report_lines(result)))
     return 0
 
