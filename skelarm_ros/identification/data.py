@@ -344,7 +344,8 @@ def steps_of(time: NDArray[np.float64], source: Path) -> tuple[NDArray[np.float6
         msg = (
             f"input '{source}': times do not increase at frame {k + 1} "
             f"(t={float(time[k + 1]):.9g} s after {float(time[k]):.9g} s); "
-            "identify needs frames in time order, one per step (record with one clock, or convert with --clock log)"
+            "identify needs frames in time order (for a bag stamped out of order, convert it with "
+            "bag_to_log --clock log and identify the log)"
         )
         raise IdentificationError(msg)
     gap = steps > GAP_FACTOR * float(np.median(steps))
