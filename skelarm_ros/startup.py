@@ -48,6 +48,7 @@ NODES = {
 TOOLS = {
     "bag_to_log": "skelarm_ros.bag_to_log:main",
     "log_to_bag": "skelarm_ros.log_to_bag:main",
+    "identify": "skelarm_ros.identify:main",
 }
 """One-shot tool executables and the ``main`` each runs."""
 

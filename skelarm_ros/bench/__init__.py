@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "bags": ("skelarm_ros.bench.bags:run", "bag_to_log throughput vs rosbags raw deserialization, peak memory"),
     "controllers": ("skelarm_ros.bench.controllers:run", "per-step cost of each controller, skelarm vs fast model"),
     "multiarm": ("skelarm_ros.bench.multiarm:run", "on-time steps of 2 and 4 arms side by side, realtime"),
+    "identify": ("skelarm_ros.bench.identify:run", "identify: 10,000 samples of a 4-joint arm, beside FIGAROH's solve"),
     "loop": (
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",
