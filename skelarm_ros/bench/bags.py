@@ -69,12 +69,12 @@ def raw_rate(path: Path) -> float:
 _MEMORY = """
 import json, sys, tracemalloc
 from skelarm_ros.bag_to_log import bag_to_log
-from skelarm_ros.log_to_bag import read_log
+from skelarm_ros.logfile import read_log
 tracemalloc.start()
 bag_to_log(sys.argv[1], sys.argv[2])
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-_, arrays = read_log(sys.argv[2])
+arrays = read_log(sys.argv[2]).arrays
 print(json.dumps({"peak": peak, "arrays": sum(a.nbytes for a in arrays.values())}))
 """
 
