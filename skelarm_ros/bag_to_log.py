@@ -177,7 +177,7 @@ class _NameMap:
 
 @dataclass
 class _Stream:
-    """Samples of one topic other than the joint states: values and their times (ns)."""
+    """Samples of one topic other than the joint states as they are read: values and their times (ns)."""
 
     topic: str
     msgtype: str
@@ -186,6 +186,40 @@ class _Stream:
     logs: _Rows
     names: list[str] = field(default_factory=list)
     namemap: _NameMap | None = None
+
+    def samples(self) -> Samples:
+        """Return what was read, as arrays."""
+        return Samples(
+            self.topic, self.msgtype, self.values.array(), self.stamps.array(), self.logs.array(), self.names
+        )
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The samples of one topic other than the joint states, in log order.
+
+    Attributes
+    ----------
+    topic, msgtype : str
+        The topic and its type.
+    values : NDArray[np.float64]
+        One row per message, shape ``(N, width)``: a wrench's or point's ``(x, y)``, a
+        command's effort in joint order, a Float64MultiArray's data, or a JointState
+        channel's positions; what a message lacks is NaN.
+    stamps : NDArray[np.int64]
+        Header stamps (ns), shape ``(N,)``; empty for a type without a header (Float64MultiArray).
+    logs : NDArray[np.int64]
+        Log times (ns), shape ``(N,)``.
+    names : list[str]
+        A JointState channel's names (its columns), from its first message.
+    """
+
+    topic: str
+    msgtype: str
+    values: NDArray[np.float64]
+    stamps: NDArray[np.int64]
+    logs: NDArray[np.int64]
+    names: list[str] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- stage 1: plan the topics
@@ -391,7 +425,7 @@ class Collected:
         One row per joint-state message: ``q``, ``dq`` and ``tau`` side by side, shape ``(N, 3 * J)``.
     state_times : NDArray[np.int64]
         Per joint-state message its header stamp and log time (ns), shape ``(N, 2)``.
-    streams : dict[str, _Stream]
+    streams : dict[str, Samples]
         The other topics' samples, by topic.
     urdf : str | None
         The first recorded ``robot_description``, if read.
@@ -412,7 +446,7 @@ class Collected:
     joints: list[str]
     state: NDArray[np.float64]
     state_times: NDArray[np.int64]
-    streams: dict[str, _Stream]
+    streams: dict[str, Samples]
     urdf: str | None
     messages: int
     empty_name_lists: int
@@ -561,7 +595,7 @@ class _Collector:
             joints=self.statemap.joints,
             state=self.state.array(),
             state_times=self.state_times.array(),
-            streams=self.streams,
+            streams={topic: stream.samples() for topic, stream in self.streams.items()},
             urdf=self.urdf,
             messages=messages,
             empty_name_lists=self.empty_name_lists,
@@ -670,20 +704,25 @@ class _Timeline:
         self.times: dict[str, NDArray[np.int64]] = {}
         for name, stream in collected.streams.items():
             if stream.msgtype != FLOAT_ARRAY_TYPE:
-                self.times[name], fell = resolve_times(stream.stamps.array(), stream.logs.array(), header)
+                self.times[name], fell = resolve_times(stream.stamps, stream.logs, header)
                 self.fallbacks += fell
         self.next_logs = np.append(self.logs[1:], np.iinfo(np.int64).max)
 
-    def stamped(self, stream: _Stream) -> NDArray[np.float64]:
-        """Hold a stream stamped with the state it was computed from (commands, controller channels)."""
-        if self.header and stream.msgtype != FLOAT_ARRAY_TYPE:
-            return _hold(self.times[stream.topic], stream.values.array(), self.stamps, "right")
-        return _hold(stream.logs.array(), stream.values.array(), self.next_logs, "left")
+    def stamped(self, stream: Samples) -> NDArray[np.float64]:
+        """Hold a stream stamped with the state it was computed from (commands, controller channels).
 
-    def measured(self, stream: _Stream) -> NDArray[np.float64]:
-        """Hold a measured stream (the wrench): its latest sample at or before each frame."""
-        times, query = (self.times[stream.topic], self.stamps) if self.header else (stream.logs.array(), self.logs)
-        return _hold(times, stream.values.array(), query, "right")
+        With header stamps, the latest sample stamped at or before each frame's time;
+        else (or for a type without a header) the latest sample logged before the next
+        frame was logged.
+        """
+        if self.header and stream.msgtype != FLOAT_ARRAY_TYPE:
+            return _hold(self.times[stream.topic], stream.values, self.stamps, "right")
+        return _hold(stream.logs, stream.values, self.next_logs, "left")
+
+    def measured(self, stream: Samples) -> NDArray[np.float64]:
+        """Hold a measured stream (the wrench): its latest sample at or before each frame's time."""
+        times, query = (self.times[stream.topic], self.stamps) if self.header else (stream.logs, self.logs)
+        return _hold(times, stream.values, query, "right")
 
 
 @dataclass
@@ -773,7 +812,7 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
 
 
 def _controller_channel(
-    channel: str, stream: _Stream, timeline: _Timeline
+    channel: str, stream: Samples, timeline: _Timeline
 ) -> tuple[str, NDArray[np.float64], dict[str, Any]]:
     """Return a controller channel's log name, values held onto the frames, and description.
 
