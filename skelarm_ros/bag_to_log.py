@@ -432,7 +432,7 @@ class Collected:
     messages : int
         Messages read.
     empty_name_lists : int
-        Joint states without names (read in position order).
+        Joint states without names (read as j1 ... jN, in position order).
     unknown_names : list[str]
         Joint names seen that are not among :attr:`joints`, sorted.
     notes : list[str]
@@ -509,7 +509,7 @@ class _Collector:
             warnings.warn(
                 f"joint states on '{self.plan.joint_topic}' have an empty name list; "
                 f"naming the joints {chosen} in position order (pass --joints to name them)",
-                stacklevel=2,
+                stacklevel=5,  # past joint_state, collect and bag_to_log: to the line that called bag_to_log
             )
         if not chosen:
             msg = f"the first message on '{self.plan.joint_topic}' has no joints; choose another topic"
