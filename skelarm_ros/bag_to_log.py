@@ -80,7 +80,7 @@ if TYPE_CHECKING:
 
 TOOL = "skelarm_ros.bag_to_log"
 CLOCKS = ("header", "log")
-COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS)
+AUTO_COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS)
 """Command topics looked for next to the joint states, in this order."""
 PROGRESS_MIN_MESSAGES = 5000
 EARLY_COMMANDS = 1000  # commands logged before the first state that are kept for it (the newest)
@@ -299,7 +299,7 @@ def plan_topics(
         raise ConversionError(msg)
     command_auto = wrench_auto = False
     if not command_topic:
-        command_topic = _beside(bag, joint_topic, COMMAND_TOPICS, (JOINT_STATE_TYPE, FLOAT_ARRAY_TYPE))
+        command_topic = _beside(bag, joint_topic, AUTO_COMMAND_TOPICS, (JOINT_STATE_TYPE, FLOAT_ARRAY_TYPE))
         command_auto = command_topic is not None
     if wrench_topic:
         wrench_topic = _check_topic(bag, wrench_topic, [WRENCH_TYPE], "--wrench-topic")
