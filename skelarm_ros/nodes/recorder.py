@@ -32,6 +32,7 @@ from rosbags.typesys import Stores, get_typestore
 from skelarm_ros.bags import qos_profile
 from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
 from skelarm_ros.nodes.kit import KitNode, Param, choice, declare_parameters, number, run_node, text
+from skelarm_ros.rosbags_adapter import commit
 
 NODE_NAME = "recorder"
 DOC = "docs/bags.md"
@@ -135,10 +136,8 @@ class Recorder(KitNode):
 
     def flush(self) -> None:
         """Commit what sqlite3 storage has so far (MCAP writes whole chunks by itself)."""
-        storage = self._writer.storage if self._writer is not None else None
-        connection = getattr(storage, "conn", None)
-        if connection is not None:
-            connection.commit()
+        if self._writer is not None:
+            commit(self._writer)
 
     def close(self) -> None:
         """Close the bag, writing ``metadata.yaml``."""
