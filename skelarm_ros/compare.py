@@ -91,7 +91,7 @@ def _unique(stamps: list[int], rows: list[NDArray[np.float64]], width: int) -> t
 
 
 def _choose_topic(bag: Bag, topic: str | None) -> str:
-    """The command topic: the one given, else the only joint_commands, else the only effort_controller/commands."""
+    """Return the command topic: the one given, else the only joint_commands or effort_controller/commands."""
     if topic:
         found = [name for name in bag.topics if name in (topic, "/" + topic)]
         if not found:
@@ -105,7 +105,10 @@ def _choose_topic(bag: Bag, topic: str | None) -> str:
             if (name == "/" + relative or name.endswith("/" + relative)) and summary.msgtype == msgtype
         ]
         if len(found) > 1:
-            msg = f"bag '{bag.path}' has several command topics {found}; choose one with --recorded-topic/--shadow-topic"
+            msg = (
+                f"bag '{bag.path}' has several command topics {found}; "
+                "choose one with --recorded-topic or --shadow-topic"
+            )
             raise CompareError(msg)
         if found:
             return found[0]
@@ -163,7 +166,7 @@ def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
 
 
 def _log_commands(path: Path) -> Commands:
-    """A log's ``tau`` at each frame's stamp."""
+    """Return a log's ``tau`` at each frame's stamp."""
     from skelarm_ros.plot import PlotError, load_log
 
     try:
@@ -256,7 +259,7 @@ class Comparison:
         return max((joint.max for joint in self.joints), default=0.0)
 
     def text(self) -> str:
-        """The table the tool prints."""
+        """Return the table the tool prints."""
         lines = [
             f"paired {len(self.stamps)} commands by the stamp of the state they answer; "
             f"{self.recorded_only} recorded without a shadow command, {self.shadow_only} shadow without a recorded one",
@@ -329,7 +332,7 @@ def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison
         for side, style in ((recorded, {"lw": 1.6}), (shadow, {"lw": 1.0, "ls": "--"})):
             column = side.joints.index(name)
             label = f"{'recorded' if side is recorded else 'shadow'} ({side.source})"
-            ax.plot((side.stamps - origin) / NANOSECONDS, side.values[:, column], label=label, **style)  # type: ignore[arg-type]
+            ax.plot((side.stamps - origin) / NANOSECONDS, side.values[:, column], label=label, **style)
         ax.set_ylabel(f"{name} (N*m)")
         ax.grid(True, alpha=0.4)
         ax.legend(loc="upper right", fontsize="small")
@@ -343,7 +346,8 @@ def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison
     ax.set_xlabel("time since the first paired state (s)")
     ax.grid(True, alpha=0.4)
     ax.legend(loc="upper right", fontsize="small")
-    figure.suptitle(f"{recorded.path.name} vs shadow {shadow.path.name}: largest difference {comparison.largest:.3g} N*m")
+    heading = f"{recorded.path.name} vs shadow {shadow.path.name}"
+    figure.suptitle(f"{heading}: largest difference {comparison.largest:.3g} N*m")
     return figure
 
 
@@ -355,7 +359,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("recorded", help="the recorded run: a bag or a .sklog.npz log")
     parser.add_argument("shadow", help="the shadow run: a bag or a .sklog.npz log")
-    parser.add_argument("-o", "--output", help="image to write (.png, .pdf, .svg); default: SHADOW's name + _compare.png")
+    parser.add_argument(
+        "-o", "--output", help="image to write (.png, .pdf, .svg); default: SHADOW's name + _compare.png"
+    )
     parser.add_argument("--recorded-topic", help="the recorded bag's command topic (default: found)")
     parser.add_argument("--shadow-topic", help="the shadow bag's command topic (default: found)")
     parser.add_argument(

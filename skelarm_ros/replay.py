@@ -242,7 +242,8 @@ def plan_topics(bag: Bag, options: PlayOptions, has_type: Callable[[str], bool])
     for what, names in skipped.items():
         notes.append(f"skipped {names}: {what}")
     if not topics:
-        msg = f"bag '{bag.path}' has nothing to play" + (f" ({'; '.join(notes)})" if notes else "")
+        said = [*bag.notes, *notes]
+        msg = f"bag '{bag.path}' has nothing to play" + (f" ({'; '.join(said)})" if said else "")
         raise PlayError(msg)
     return Plan(topics, notes)
 
@@ -533,14 +534,14 @@ class Playback:
         text = f"played {self.played} messages"
         if self.options.loop and self.loops > 1:
             text += f" in {self.loops} passes"
+        where = (
+            f"{(self.stopped_at - self.first_ns) / NANOSECONDS:.3f} s into the bag"
+            if self.stopped_at is not None
+            else "its start"
+        )
         if self.problem is not None:
-            where = (
-                f"{(self.stopped_at - self.first_ns) / NANOSECONDS:.3f} s into the bag"
-                if self.stopped_at is not None
-                else "its start"
-            )
-            text += f"; the bag stops reading at {where}: {self.problem}"
-        return text
+            return text + f"; the bag stops reading at {where}: {self.problem}"
+        return text + f", up to {where}"
 
 
 @dataclass(frozen=True)

@@ -85,9 +85,7 @@ def arm_run(frames: int = 20, period_ns: int = 10_000_000, namespace: str = ""):
     for k in range(frames):
         log = START + period_ns * (k + 1)
         out.append((f"{namespace}/joint_states", log, joint_state(k * 2_000_000, position=(0.1 * k, -0.1 * k))))
-        out.append(
-            (f"{namespace}/joint_commands", log + 500, joint_state(k * 2_000_000, position=(), effort=(k, -k)))
-        )
+        out.append((f"{namespace}/joint_commands", log + 500, joint_state(k * 2_000_000, position=(), effort=(k, -k))))
     return out
 
 
@@ -107,10 +105,9 @@ def write_ros1_bag(path: Path, frames: int = 10, period_ns: int = 5_000_000) -> 
     header = ros1.types["std_msgs/msg/Header"]
     time = ros1.types["builtin_interfaces/msg/Time"]
     with Writer1(path) as writer:
-        description = writer.add_connection(
-            "/robot_description", "std_msgs/msg/String", typestore=ros1, latching=1
-        )
-        writer.write(description, START, ros1.serialize_ros1(ros1.types["std_msgs/msg/String"](data="<robot/>"), "std_msgs/msg/String"))
+        description = writer.add_connection("/robot_description", "std_msgs/msg/String", typestore=ros1, latching=1)
+        text = ros1.types["std_msgs/msg/String"](data="<robot/>")
+        writer.write(description, START, ros1.serialize_ros1(text, "std_msgs/msg/String"))
         states = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=ros1)
         log_type = "rosgraph_msgs/msg/Log"
         logs = writer.add_connection("/rosout", log_type, typestore=ros1)

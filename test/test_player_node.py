@@ -110,7 +110,7 @@ def test_the_play_thread_plays_on_time_and_completes_done(context, bag):
     assert took >= 0.2  # the bag spans 200 ms of log time; nothing goes out early
     assert len(rig.player.lateness) == rig.player.playback.played == 42
     assert min(rig.player.lateness) >= 0
-    assert rig.player.summary() == "played 42 messages"
+    assert rig.player.summary() == "played 42 messages, up to 0.200 s into the bag"
 
 
 def test_services_pause_resume_and_play_the_next_message(context, bag):
@@ -165,8 +165,10 @@ def test_clock_follows_the_bags_time_and_remaps_rename(context, bag):
         rig.probe.create_subscription(Clock, "/clock", ticks.append, 100)
         states = rig.listen("/replayed/joint_states")
         rig.spin_until(
-            lambda: rig.player.publishers_by_index[0].get_subscription_count() == 1
-            and rig.player._clock_pub.get_subscription_count() == 1,
+            lambda: (
+                rig.player.publishers_by_index[0].get_subscription_count() == 1
+                and rig.player._clock_pub.get_subscription_count() == 1
+            ),
             "the probe",
         )
         rig.player.start()

@@ -10,9 +10,9 @@ from skelarm_ros.bags import BagError, open_bag
 from skelarm_ros.replay import (
     VOLATILE_DEPTH,
     BagFrames,
+    Playback,
     PlayError,
     PlayOptions,
-    Playback,
     Ticker,
     first_log_time,
     open_for_playing,
@@ -108,7 +108,8 @@ def test_topics_remaps_and_types_without_a_package_are_chosen_and_noted(tmp_path
     bag, plan = plan_of(
         path, topics=("joint_states", "/target", "/nothing"), remaps=(("/joint_states", "replayed/joint_states"),)
     )
-    assert [(t.name, t.output) for t in plan.topics] == [("/joint_states", "replayed/joint_states"), ("/target", "/target")]
+    chosen = [(t.name, t.output) for t in plan.topics]
+    assert chosen == [("/joint_states", "replayed/joint_states"), ("/target", "/target")]
     assert any("/nothing" in note and "not in the bag" in note for note in plan.notes)
     bag.close()
     with pytest.raises(PlayError, match="has nothing to play"):
@@ -155,7 +156,7 @@ def test_messages_come_out_as_recorded_in_payload_and_order_at_their_log_times(t
         due = 5 * NS + (log - START)
         assert due <= wall < due + MS // 2
     assert playback.done and playback.played == len(expected)
-    assert playback.ending() == f"played {len(expected)} messages"
+    assert playback.ending() == f"played {len(expected)} messages, up to 0.200 s into the bag"
 
 
 def test_rate_scales_the_schedule_and_delay_and_offset_shift_it(tmp_path):
@@ -235,15 +236,14 @@ def test_a_bag_that_stops_reading_plays_what_it_read_and_says_where(tmp_path):
 
 
 def test_truncated_mcap_plays_its_complete_chunks(tmp_path):
+    from bagwriter import STORE
     from rosbags.rosbag2 import StoragePlugin, Writer
 
-    from bagwriter import STORE
-
-    COUNT = 30_000  # about three 1 MiB chunks
+    count = 30_000  # about three 1 MiB chunks
     path = tmp_path / "cut"
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         conn = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=STORE)
-        for k in range(COUNT):
+        for k in range(count):
             message = joint_state(k * MS, position=(0.001 * k, 0.0))
             writer.write(conn, START + k * MS, STORE.serialize_cdr(message, "sensor_msgs/msg/JointState"))
     mcap = next(path.glob("*.mcap"))
@@ -258,7 +258,7 @@ def test_truncated_mcap_plays_its_complete_chunks(tmp_path):
     playback = Playback(BagFrames(bag, plan.topics), first_log_time(bag), PlayOptions(), (), plan.total)
     playback.start(0)
     taken = drain(playback, 0, step=10 * MS)
-    assert 0 < len(taken) < COUNT
+    assert 0 < len(taken) < count
     assert [log for _, log, _, _ in taken] == [START + k * MS for k in range(len(taken))]
     bag.close()
 
@@ -297,7 +297,7 @@ def test_ros1_bag_plays_its_ros2_types_with_stamps_and_values_kept(tmp_path):
     playback = Playback(BagFrames(bag, plan.topics), first_log_time(bag), PlayOptions(), (), plan.total)
     playback.start(0)
     taken = drain(playback, 0)
-    states = [deserialize_message(data, JointState) for i, _, data, _ in taken if plan.topics[i].name == "/joint_states"]
+    states = [deserialize_message(d, JointState) for i, _, d, _ in taken if plan.topics[i].name == "/joint_states"]
     assert len(states) == 10
     for k, state in enumerate(states):
         ns = START + (k + 1) * 5_000_000

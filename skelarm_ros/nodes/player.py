@@ -304,7 +304,7 @@ class PlayerNode(Node):
             if not playback.started:
                 missing = self.missing_readers()
                 if missing:
-                    if now >= self._told_waiting:
+                    if now >= self._told_waiting and self.context.ok():
                         self._told_waiting = now + round(WAIT_REPORT * NANOSECONDS)
                         self.get_logger().info(f"waiting for readers: {', '.join(missing)}")
                     return now + round(WAIT_SLICE * NANOSECONDS)
