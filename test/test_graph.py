@@ -55,6 +55,8 @@ def test_every_argument_has_a_default_and_a_description():
         "command_joints",
         "extra_readers",
         "thread_priority",
+        "replay",
+        "replay_rate",
         "use_sim_time",
         "rviz",
     ]
