@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 NODE_NAME = "player"
 DEFAULT_CLOCK_HZ = 40.0  # --clock without a rate, as ros2 bag play
 WAIT_SLICE = 0.05  # s, the longest the play thread sleeps before it looks again (stop, services)
+FINE_WAIT = 0.001  # s before a message is due, the play thread sleeps instead of waiting on an event
 FINISH_POLL = 0.02  # s, how often the executor looks whether the play thread is done
 ACK_SLICE = 0.1  # s, one piece of --wait-for-all-acked, so a signal ends the wait promptly
 BATCH = 1000  # messages published at most before the play thread looks at the time again
@@ -236,6 +237,7 @@ class PlayerNode(Node):
         self._thread: threading.Thread | None = None
         self.done: Future = Future()
         self.lateness = array("q")  # ns from each message's due time to its publish, when played on time
+        self.started_at = self.finished_at = 0  # monotonic ns the playback started and ended at
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(FINISH_POLL, self._check_finished, clock=steady)
         progress_hz = settings.progress_hz if self._tty else min(settings.progress_hz, 1.0)
@@ -309,6 +311,7 @@ class PlayerNode(Node):
                         self.get_logger().info(f"waiting for readers: {', '.join(missing)}")
                     return now + round(WAIT_SLICE * NANOSECONDS)
                 playback.start(now)
+                self.started_at = now
             published = 0
             while published < BATCH and (due := playback.next_due()) is not None and due <= now:
                 frame = playback.advance(now)
@@ -320,6 +323,7 @@ class PlayerNode(Node):
             if self._progress.due(now) or playback.done:
                 self._show_progress(now)
             if playback.done:
+                self.finished_at = now
                 return None
             wake = [t for t in (playback.next_due(), self._clock_ticks.next, self._progress.next) if t is not None]
             return min(wake, default=now + round(WAIT_SLICE * NANOSECONDS))
@@ -348,9 +352,11 @@ class PlayerNode(Node):
                 if wake is None:
                     break
                 pause = min((wake - time.monotonic_ns()) / NANOSECONDS, WAIT_SLICE)
-                if pause > 0.0:
-                    self._wake.wait(pause)
+                if pause > FINE_WAIT:  # a wait a service call can cut short, up to the last stretch
+                    self._wake.wait(pause - FINE_WAIT)
                     self._wake.clear()
+                elif pause > 0.0:  # the last stretch: time.sleep keeps time more closely than Event.wait
+                    time.sleep(pause)
             if self.playback.done:
                 self._wait_for_acks()
         finally:
