@@ -378,6 +378,7 @@ class Playback:
         self._wall_anchor = 0
         self._hold = 0  # wall ns of delay left, kept while paused
         self._pass_played = 0
+        self._last_taken = self.start_ns  # log time of the latest message taken
 
     # -- the bag's stream ---------------------------------------------------------------------------
 
@@ -431,9 +432,11 @@ class Playback:
                 self._end_pass(now)
 
     def bag_time(self, now: int) -> int:
-        """Return the playback clock (ns on the bag's time line) at wall time ``now``."""
+        """Return the playback clock (ns on the bag's time line) at wall time ``now``; it stops at the end."""
         if not self.started or self.paused:
             return self._bag_anchor
+        if self.done:
+            return self._last_taken
         return self._bag_anchor + max(0, math.floor((now - self._wall_anchor) * self.rate))
 
     def next_due(self) -> int | None:
@@ -459,6 +462,7 @@ class Playback:
         Call only when :meth:`next_due` is not ``None`` (or through :meth:`play_next`).
         """
         frame = self._queue.popleft()
+        self._last_taken = max(self._last_taken, frame[1])
         self.played += 1
         self._pass_played += 1
         if not self._queue:

@@ -156,6 +156,7 @@ def test_messages_come_out_as_recorded_in_payload_and_order_at_their_log_times(t
         due = 5 * NS + (log - START)
         assert due <= wall < due + MS // 2
     assert playback.done and playback.played == len(expected)
+    assert playback.bag_time(10**15) == expected[-1][1]  # the clock stops at the last message
     assert playback.ending() == f"played {len(expected)} messages, up to 0.200 s into the bag"
 
 

@@ -70,14 +70,15 @@ def play(bag: Path, rate: float) -> tuple[np.ndarray, float, int]:
         settings = PlayerSettings(
             str(bag), PlayOptions(rate=rate), ReaderWait(default=1), wait_for_all_acked=10_000, progress_hz=0.0
         )
-        node = PlayerNode(settings, out=io.StringIO(), context=context)
+        node = PlayerNode(settings, out=io.StringIO(), autostart=False, context=context)
         executor = events_executor(context)  # as main() spins the player (node_executor, in its own context)
         executor.add_node(node)
         node.start()
-        spin_until(node, executor, node.done)
+        spin_until(node, executor, node.finished)
         took = (node.finished_at - node.started_at) / 1e9
         lateness = np.asarray(node.lateness, dtype=np.int64)
         node.close()
+        node.destroy_node()
         executor.shutdown()
     finally:
         rclpy.try_shutdown(context=context)

@@ -29,17 +29,14 @@ from array import array
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-import rclpy
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.task import Future
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_srvs.srv import Trigger
 
 from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
-from skelarm_ros.nodes.spinning import node_executor, spin_until, try_shutdown
+from skelarm_ros.nodes.kit import KitNode, run_node
 from skelarm_ros.replay import (
     BagFrames,
     Frame,
@@ -201,7 +198,7 @@ def parse_arguments(argv: Sequence[str]) -> PlayerSettings:
     return PlayerSettings(args.bag, options, readers, args.wait_for_all_acked, args.progress_bar_update_rate)
 
 
-class PlayerNode(Node):
+class PlayerNode(KitNode):
     """Plays a bag: one publisher per topic, ``/clock`` when asked, services to pause and step.
 
     Parameters
@@ -210,6 +207,8 @@ class PlayerNode(Node):
         The bag and how to play it.
     out : IO[str] | None, optional
         Where the progress line goes (standard output by default).
+    autostart : bool, optional
+        Start the play thread at the executor's first spin (tests call :meth:`step` instead).
     **kwargs : Any
         Passed on to :class:`rclpy.node.Node` (``context=``...).
 
@@ -219,30 +218,33 @@ class PlayerNode(Node):
         If the bag cannot be read or has nothing to play (the node is destroyed first).
     """
 
-    def __init__(self, settings: PlayerSettings, out: IO[str] | None = None, **kwargs: Any) -> None:
+    doc = "docs/replay.md"
+
+    def __init__(
+        self, settings: PlayerSettings, out: IO[str] | None = None, *, autostart: bool = True, **kwargs: Any
+    ) -> None:
         """Open the bag, plan its topics, create the publishers and services; never blocks."""
-        super().__init__(NODE_NAME, **kwargs)
-        try:
-            self._setup(settings)
-        except PlayError:
-            self.destroy_node()
-            raise
         self.settings = settings
         self._out = sys.stdout if out is None else out
+        self._autostart = autostart
+        super().__init__(NODE_NAME, **kwargs)
+
+    def setup(self) -> None:
+        """Open the bag, plan it, create publishers, services and the timer that starts and ends the play thread."""
         self._tty = self._out.isatty()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
-        self.done: Future = Future()
         self.lateness = array("q")  # ns from each message's due time to its publish, when played on time
         self.started_at = self.finished_at = 0  # monotonic ns the playback started and ended at
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.create_timer(FINISH_POLL, self._check_finished, clock=steady)
-        progress_hz = settings.progress_hz if self._tty else min(settings.progress_hz, 1.0)
+        progress_hz = self.settings.progress_hz if self._tty else min(self.settings.progress_hz, 1.0)
         self._progress = Ticker(progress_hz)
         self._told_waiting = 0
+        self._setup(self.settings)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(FINISH_POLL, self._tick, clock=steady)
 
     def _setup(self, settings: PlayerSettings) -> None:
         self.bag = open_for_playing(settings.bag)
@@ -378,11 +380,23 @@ class PlayerNode(Node):
             names = [pub.topic_name for pub in pending]
             self.get_logger().warning(f"not every reader acknowledged the messages on {names} within {limit} ms")
 
-    def _check_finished(self) -> None:
-        """Complete :attr:`done` from the executor once the play thread is done (the future is the executor's)."""
-        if self._finished.is_set() and not self.done.done():
+    def _tick(self) -> None:
+        """Start the play thread (``autostart``); finish the run once it is done (the future is the executor's)."""
+        if self._autostart and self._thread is None:
+            self.start()
+        if self._finished.is_set() and not self.finished.done():
             self.get_logger().info(self.summary())
-            self.done.set_result(0)
+            self.finish(0)
+
+    def wrap_up(self) -> int:
+        """Return 0: the bag is played out (and acknowledged, with ``--wait-for-all-acked``)."""
+        self.stop()
+        return 0
+
+    def stop_report(self) -> str:
+        """Stop the play thread and say what was played."""
+        self.stop()
+        return f"stopped by a signal; {self.summary()}"
 
     def summary(self) -> str:
         """One sentence on the playback so far."""
@@ -401,10 +415,10 @@ class PlayerNode(Node):
             self._thread.join()
 
     def close(self) -> None:
-        """Stop playing, close the bag and destroy the node."""
+        """Stop playing and close the bag (the node is destroyed after, by :func:`run_node` or the caller)."""
         self.stop()
-        self.bag.close()
-        self.destroy_node()
+        if hasattr(self, "bag"):
+            self.bag.close()
 
     # -- services (std_srvs/Trigger, in the executor) -------------------------------------------------
 
@@ -471,28 +485,14 @@ def main(args: list[str] | None = None) -> int:
     """Play a bag (``ros2 run skelarm_ros player BAG ...``); exit 0 when it is played out or stopped, 1 on a bad bag."""
     argv = sys.argv if args is None else args
     own, ros = split_arguments(argv)
-    settings = parse_arguments(own)
-    rclpy.init(args=[argv[0], *ros])
-    node: PlayerNode | None = None
-    try:
-        try:
-            node = PlayerNode(settings)
-        except PlayError as error:
-            rclpy.logging.get_logger(NODE_NAME).error(str(error))
-            return 1
-        executor = node_executor(node)
-        node.start()
-        if not spin_until(node, executor, node.done):
-            node.stop()
-            summary = node.summary()
-            node.close()  # first, so the line below goes to the console only (the context is shut down)
-            node = None
-            rclpy.logging.get_logger(NODE_NAME).info(f"stopped by a signal; {summary}")
-        return 0
-    finally:
-        if node is not None:
-            node.close()
-        try_shutdown()
+    settings = parse_arguments(own)  # the player's options; the node kit runs the rest, as for every node
+    return run_node(
+        lambda: PlayerNode(settings),
+        name=NODE_NAME,
+        description="Play a bag onto the graph (player BAG --help for its options).",
+        doc=PlayerNode.doc,
+        args=[argv[0], *ros],
+    )
 
 
 if __name__ == "__main__":
