@@ -18,6 +18,7 @@ from skelarm_ros.startup import EXECUTABLES, NODE_STOPPED, NODES, TOOL_INTERRUPT
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
+    "compare": ("skelarm_ros.compare:main", "recorded commands beside a shadow run's (replay:=BAG): differences, plot"),
     "demo": ("skelarm_ros.demo:main", "run the demo: a lockstep reach with a push, recorded, converted and plotted"),
     "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
     "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),

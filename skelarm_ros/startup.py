@@ -42,6 +42,7 @@ NODES = {
     "controller": "skelarm_ros.nodes.controller:main",
     "force_replay": "skelarm_ros.nodes.force_replay:main",
     "recorder": "skelarm_ros.nodes.recorder:main",
+    "player": "skelarm_ros.nodes.player:main",
 }
 """Node executables and the ``main`` each runs."""
 

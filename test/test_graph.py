@@ -56,6 +56,8 @@ def test_every_argument_has_a_default_and_a_description():
         "extra_readers",
         "thread_priority",
         "publish_clock",
+        "replay",
+        "replay_rate",
         "use_sim_time",
         "rviz",
     ]
