@@ -41,8 +41,8 @@ from skelarm_ros.identification.twin import (
     torque_figure,
     twin_config,
     twin_skeleton,
-    write_atomically,
 )
+from skelarm_ros.outputs import add_force_option, check_new, write_atomically
 from skelarm_ros.scenario import ArmSetup, ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -425,6 +425,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"how far a centre of mass may leave its link (share of its scale; default {DEFAULT_COM_MARGIN})",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not write the torque plot")
+    add_force_option(parser)
     return parser
 
 
@@ -432,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``identify`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     joints = [name.strip() for name in args.joints.split(",") if name.strip()] if args.joints else None
+    try:
+        for output in (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),))):
+            check_new(output, args.force)
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
