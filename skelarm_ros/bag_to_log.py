@@ -64,6 +64,7 @@ from skelarm_ros.interface import (
     channel_topic,
     default_joint_names,
     sibling,
+    split_names,
     stamp_to_nanoseconds,
 )
 from skelarm_ros.logfile import LogFileError, write_log
@@ -1147,7 +1148,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``bag_to_log`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",") if name.strip()] if args.joints else None
+    joints = split_names(args.joints) or None
     if args.joints is not None and not joints:
         print("bag_to_log: error: --joints is empty; give joint names separated by commas", file=sys.stderr)
         return 2

@@ -40,9 +40,10 @@ from skelarm_ros.interface import (
     NANOSECONDS,
     default_joint_names,
     sibling,
+    split_names,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.outputs import add_force_option, check_new, write_atomically
+from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -375,18 +376,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_output(shadow: Path) -> Path:
-    name = shadow.name
-    for suffix in (".sklog.npz", ".npz", ".db3", ".mcap", ".bag"):
-        name = name.removesuffix(suffix)
-    return Path.cwd() / f"{name or 'shadow'}_compare.png"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run ``skelarm-ros compare``; returns the exit code (1 with one sentence on bad input)."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    output = Path(args.output) if args.output else _default_output(Path(args.shadow))
-    joints = [name.strip() for name in args.command_joints.split(",") if name.strip()]
+    suffixes = (".sklog.npz", ".npz", ".db3", ".mcap", ".bag")
+    output = Path(args.output) if args.output else named_after(Path(args.shadow), "_compare.png", suffixes, Path.cwd())
+    joints = split_names(args.command_joints)
     try:
         check_new(output, args.force)
     except ValueError as error:

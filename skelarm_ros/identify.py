@@ -42,6 +42,7 @@ from skelarm_ros.identification.twin import (
     twin_config,
     twin_skeleton,
 )
+from skelarm_ros.interface import split_names
 from skelarm_ros.outputs import add_force_option, check_new, write_atomically
 from skelarm_ros.scenario import ArmSetup, ScenarioError, load_arm
 
@@ -160,9 +161,10 @@ def _check_output(output: Path) -> None:
     if output.is_dir():
         msg = f"output '{output}' is a directory; name the twin's .toml file"
         raise IdentificationError(msg)
-    if not output.parent.is_dir():
-        msg = f"the folder of output '{output}' does not exist; create it or write elsewhere"
-        raise IdentificationError(msg)
+    try:
+        check_new(output, force=True)  # its folder; whether it may be replaced is the command line's (--force)
+    except ValueError as error:
+        raise IdentificationError(str(error)) from None
 
 
 def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: ConsistentSet, samples: Samples) -> dict:
@@ -432,7 +434,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``identify`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",") if name.strip()] if args.joints else None
+    joints = split_names(args.joints) or None
     try:
         for output in (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),))):
             check_new(output, args.force)

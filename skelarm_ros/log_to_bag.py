@@ -46,6 +46,7 @@ from skelarm_ros.interface import (
     channel_topic,
     default_joint_names,
     nanoseconds_to_stamp,
+    split_names,
 )
 from skelarm_ros.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.outputs import add_force_option, check_new, write_folder_atomically
@@ -229,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--joints", help="joint names, comma separated (default: the log's, else j1..jN)")
     add_force_option(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",")] if args.joints else None
+    joints = split_names(args.joints) or None
     try:
         count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints, force=args.force)
     except LogError as error:

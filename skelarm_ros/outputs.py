@@ -55,6 +55,28 @@ def check_new(path: str | Path, force: bool = False) -> Path:
     return path
 
 
+def named_after(source: Path, ending: str, strip: tuple[str, ...] = (), folder: Path | None = None) -> Path:
+    """Return the default output of a tool reading ``source``: its name without one of ``strip``, plus ``ending``.
+
+    Parameters
+    ----------
+    source : Path
+        The input (``run.sklog.npz``).
+    ending : str
+        What the output's name ends with (``.png``, ``_compare.png``).
+    strip : tuple[str, ...], optional
+        Endings of ``source`` to drop first, the first that matches (``.sklog.npz``, ``.npz``).
+    folder : Path | None, optional
+        Where the output goes; ``source``'s folder when ``None``.
+    """
+    name = source.name
+    for suffix in strip:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return (source.parent if folder is None else folder) / f"{name}{ending}"
+
+
 def write_atomically(path: Path, write: Callable[[Path], object], *, durable: bool = False) -> None:
     """Write ``path`` through a temporary file in its folder, renamed over it once ``write`` finished.
 

@@ -36,7 +36,7 @@ from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 from skelarm_ros.engine import sync_skeleton
 from skelarm_ros.logfile import LogFileError, read_log
 from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
-from skelarm_ros.outputs import add_force_option, check_new, write_atomically
+from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -286,14 +286,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_output(log_path: Path) -> Path:
-    name = log_path.name
-    for suffix in (".sklog.npz", ".npz"):
-        if name.endswith(suffix):
-            return log_path.with_name(name[: -len(suffix)] + ".png")
-    return log_path.with_name(name + ".png")
-
-
 def _arm_and_goals(log: skelarm.StateLog, scenario: str | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
     """Return the skeleton and targets: the log's own first, then ``--scenario``'s."""
     skeleton = None
@@ -324,7 +316,7 @@ def missing_notes(skeleton: skelarm.Skeleton | None, goals: Sequence[Goal]) -> l
 def main(argv: list[str] | None = None) -> int:
     """Run ``skelarm-ros plot``; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    output = Path(args.output) if args.output else _default_output(Path(args.log))
+    output = Path(args.output) if args.output else named_after(Path(args.log), ".png", (".sklog.npz", ".npz"))
     try:
         check_new(output, args.force)
     except ValueError as error:

@@ -198,7 +198,7 @@ def test_use_sim_time_reaches_every_node():
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
         ({"record": "/"}, "record '/' exists already; give a bag folder to create that does not exist yet"),
-        ({"record": "/no/such/dir/bag"}, "record '/no/such/dir/bag': the folder '/no/such/dir' does not exist"),
+        ({"record": "/no/such/dir/bag"}, "record: the folder '/no/such/dir' of '/no/such/dir/bag' does not exist"),
     ],
 )
 def test_bad_values_give_one_sentence(arguments, sentence):

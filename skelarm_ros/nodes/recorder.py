@@ -59,6 +59,8 @@ def _message_class(msgtype: str) -> Any:
 class Recorder(KitNode):
     """Subscribe to the arm graph's topics and write them into a rosbag2 bag."""
 
+    node_name = NODE_NAME
+    description = "Record the arm graph's topics into a rosbag2 bag."
     doc = DOC
     events_executor = False
 
@@ -149,13 +151,7 @@ class Recorder(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the recorder until SIGINT or SIGTERM, then close the bag."""
-    return run_node(
-        Recorder,
-        name=NODE_NAME,
-        description="Record the arm graph's topics into a rosbag2 bag.",
-        doc=DOC,
-        args=args,
-    )
+    return run_node(Recorder, args=args)
 
 
 if __name__ == "__main__":

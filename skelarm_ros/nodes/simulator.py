@@ -63,12 +63,12 @@ from skelarm_ros.nodes.kit import (
     newest,
     number,
     publishing_nodes,
+    run_node,
     say,
     strings,
     text,
     wait_for_acknowledgements,
 )
-from skelarm_ros.nodes.kit import run_node as _run_node
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.spinning import stop_requested
 from skelarm_ros.scenario import load_arm
@@ -130,6 +130,8 @@ class SimulatorNode(KitNode):
         If a parameter is invalid (one sentence naming it and what is accepted).
     """
 
+    node_name = NODE_NAME
+    description = "skelarm_ros simulator."
     doc = DOC
     now = staticmethod(time.monotonic)
     """The steady clock the run's times come from (seconds)."""
@@ -455,7 +457,7 @@ class SimulatorNode(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the simulator node until stopped, or until ``duration`` of simulated time has run."""
-    return _run_node(SimulatorNode, name=NODE_NAME, description="skelarm_ros simulator.", doc=DOC, args=args)
+    return run_node(SimulatorNode, args=args)
 
 
 if __name__ == "__main__":
