@@ -180,7 +180,9 @@ def urdf_config(model: pin.Model, angles: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def assert_same_planar_arm(urdf: str, skeleton: skelarm.Skeleton, base_link: str | None = None, seed: int = 0):
+def assert_same_planar_arm(
+    urdf: str, skeleton: skelarm.Skeleton, base_link: str | None = None, tip: str | None = None, seed: int = 0
+):
     """The URDF's own model (Pinocchio) and the engine's model of the skeleton move alike.
 
     Mass matrices, inverse dynamics and the tip's place in the base's plane agree at random angles; gravity is
@@ -190,8 +192,7 @@ def assert_same_planar_arm(urdf: str, skeleton: skelarm.Skeleton, base_link: str
     full.gravity = pin.Motion.Zero()
     engine, engine_tip = build_model(skeleton)
     full_data, engine_data = full.createData(), engine.createData()
-    tip = [frame.name for frame in full.frames if frame.type == pin.FrameType.BODY][-1]
-    tip = {"planar_arm": "tool0"}.get(full.name, tip)
+    tip = tip or [frame.name for frame in full.frames if frame.type == pin.FrameType.BODY][-1]
     base_frame = full.getBodyId(base_link) if base_link else 1
     rng = np.random.default_rng(seed)
     for _ in range(10):
@@ -222,7 +223,7 @@ def test_a_planar_arm_written_as_real_descriptions_are_is_read_with_fixed_links_
     # the hand's frame is flipped: its centre of mass (0.05, 0.01) is (0.05, -0.01) in the arm's plane
     assert (hand.rgx, hand.rgy) == pytest.approx([(0.5 * 0.05 + 0.2 * 0.1) / 0.7, -0.5 * 0.01 / 0.7], abs=1e-15)
     assert (upper.qmin, upper.qmax, hand.qmin, hand.qmax) == (-2.9, 2.9, -math.inf, math.inf)
-    assert_same_planar_arm(samples.PLANAR_THREE_LINK, skeleton)
+    assert_same_planar_arm(samples.PLANAR_THREE_LINK, skeleton, tip="tool0")
 
 
 def test_folded_inertias_equal_pinocchios() -> None:
@@ -309,6 +310,7 @@ def test_a_last_link_with_nothing_fixed_to_it_has_zero_length() -> None:
     text = samples.two_link().replace('<link name="tip"></link>', "").split('<joint name="tip_joint"')[0] + "</robot>"
     skeleton, _ = skeleton_from_urdf(text)
     assert skeleton.links[2].prop.length == 0.0
+    assert_same_planar_arm(text, skeleton)
 
 
 def tilted_mount() -> str:
