@@ -299,8 +299,8 @@ class _Reader:
         self.model = model
         self.data = model.createData()
         pin.framesForwardKinematics(model, self.data, pin.neutral(model))
-        self.joints = {str(joint.get("name")): joint for joint in document.findall("joint")}
-        self.inertials = {str(link.get("name")): link.find("inertial") for link in document.findall("link")}
+        self.joints = {str(joint.get("name")): joint for joint in document.findall("{*}joint")}
+        self.inertials = {str(link.get("name")): link.find("{*}inertial") for link in document.findall("{*}link")}
 
     def name(self, joint: int) -> str:
         return str(self.model.names[joint])
@@ -336,7 +336,7 @@ class _Reader:
                 "continuous joints turning about the base's z axis"
             )
             raise URDFError(msg)
-        mimic = element.find("mimic")
+        mimic = element.find("{*}mimic")
         if mimic is not None:
             msg = (
                 f"URDF joint '{name}' mimics joint '{mimic.get('joint')}'; a skelarm arm's joints each move "
@@ -480,11 +480,11 @@ def _inertial(element: ET.Element | None) -> pin.Inertia | None:
     """Read a link's ``<inertial>`` in the link's frame (mass, centre of mass, inertia about it), if any."""
     if element is None:
         return None
-    origin = element.find("origin")
+    origin = element.find("{*}origin")
     xyz = _floats(origin.get("xyz") if origin is not None else None)
     rpy = _floats(origin.get("rpy") if origin is not None else None)
-    mass = element.find("mass")
-    tensor = element.find("inertia")
+    mass = element.find("{*}mass")
+    tensor = element.find("{*}inertia")
     values = {
         key: float(tensor.get(key, 0.0)) if tensor is not None else 0.0
         for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")

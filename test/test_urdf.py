@@ -457,3 +457,13 @@ def test_bag_to_log_embeds_no_skeleton_from_a_non_planar_description_and_says_wh
         "turns about (0, 1, 0) in the base's axes, 90 degrees off its z axis" in err
     )
     assert err.count("\n") == 1, err  # the note is the only line: urdfdom prints nothing of its own
+
+
+def test_a_urdf_in_an_xml_namespace_reads_the_same() -> None:
+    plain = samples.two_link(j2={"extra": '<limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="j1"/>'})
+    with pytest.raises(URDFError, match="mimics joint 'j1'"):
+        skeleton_from_urdf(
+            plain.replace('<robot name="sample">', '<robot name="sample" xmlns="http://example.org/urdf">')
+        )
+    text = samples.two_link().replace('<robot name="sample">', '<robot name="sample" xmlns="http://example.org/urdf">')
+    assert skeleton_from_urdf(text)[0].to_dict() == skeleton_from_urdf(samples.two_link())[0].to_dict()
