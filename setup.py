@@ -35,7 +35,7 @@ setup(
     entry_points={
         "console_scripts": [
             *(f"{name} = skelarm_ros.startup:{name}" for name in EXECUTABLES),
-            "skelarm-ros = skelarm_ros.cli:main",
+            "skelarm-ros = skelarm_ros.cli:console",
         ],
         # Controller builders the controller node registers with skelarm (skelarm_ros.control.plugins).
         "skelarm_ros.controllers": ["excitation = skelarm_ros.excitation:build_controller"],
