@@ -51,3 +51,12 @@ def test_colcon_build_installs_the_package(tmp_path: Path) -> None:
     simulator = install / "lib" / "skelarm_ros" / "simulator"
     assert simulator.is_file() and os.access(simulator, os.X_OK)
     assert "'console_scripts', 'simulator'" in simulator.read_text()
+    # `ros2 pkg executables skelarm_ros` lists the nodes and tools, not the launcher for machines without ROS 2.
+    assert sorted(path.name for path in simulator.parent.iterdir()) == [
+        "bag_to_log",
+        "controller",
+        "force_replay",
+        "log_to_bag",
+        "recorder",
+        "simulator",
+    ]
