@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,8 @@ def run(launch: Ros2Launch, budget: float) -> int:
     """Wait for the launch to end by itself; return its exit code (end it and fail after ``budget`` s)."""
     try:
         return launch.wait(budget)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ros2 launch did not end within {budget} s:\n{launch.output()}")
     finally:
         launch.end()
 
@@ -148,7 +151,9 @@ def generate_launch_description():
 
 
 @pytest.mark.parametrize("forwarding", [False, True])
-def test_an_including_launch_file_keeps_its_own_arguments_out_of_the_group(tmp_path, forwarding):
+def test_a_launch_file_with_an_argument_of_its_own_includes_sim_launch_py_in_a_group_that_does_not_forward_it(
+    tmp_path, forwarding
+):
     group = f"GroupAction([include], forwarding={forwarding}, launch_configurations=arguments)"
     includer = tmp_path / "arms.launch.py"
     includer.write_text(INCLUDER.format(sim=str(SHARE / "launch" / "sim.launch.py"), group=group))
