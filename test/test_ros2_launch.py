@@ -44,7 +44,7 @@ except (PackageNotFoundError, OSError):
         allow_module_level=True,
     )
 CAUGHT = "[ERROR] [launch]: Caught exception in launch (see debug for traceback): "
-STARTING = "lockstep: controller present; starting"  # the simulator's line when step 0 goes out
+STARTING = "lockstep: starting"  # the simulator's line when step 0 goes out
 
 
 @pytest.fixture(scope="module", autouse=True)
