@@ -158,6 +158,7 @@ class SimulatorNode(KitNode):
             command_timeout=p["command_timeout"],
             lockstep_timeout=p["lockstep_timeout"],
             start_condition=self._need_controller or self.min_subscribers > 0,
+            answered=self.sim.answered,
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = int(p["thread_priority"])
@@ -432,16 +433,9 @@ class SimulatorNode(KitNode):
 
     # -- the end ------------------------------------------------------------------------------------------
 
-    def summary(self) -> str:
-        """One sentence on the run so far (each time line), with realtime's answered-command share."""
-        text = self.run.summary()
-        if not self.lockstep and self.sim.answered.total:
-            text += f"; {self.sim.answered.summary()}"
-        return text
-
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's summary."""
-        return f"stopped by a signal; {self.summary()}"
+        return f"stopped by a signal; {self.run.summary()}"
 
     def wrap_up(self) -> int:
         """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
