@@ -170,10 +170,15 @@ class TimeLine:
 
 @dataclass
 class _Watchdog:
-    """Realtime: whether the held command is recent enough, in time not paused."""
+    """Realtime: whether the held command is recent enough, in time not paused.
+
+    ``last_tick`` is when (time not paused) the watchdog was last asked, at the step
+    before this one.
+    """
 
     timeout: float
     last_command: float = -math.inf
+    last_tick: float | None = None
     commanding: bool = False
     lapsed_once: bool = False
 
@@ -201,6 +206,10 @@ class SimulatorRun:
         Seconds the start condition must hold before step 0.
     wait_report : float, optional
         Seconds between two reports of what the start waits for.
+    tick_period : float | None, optional
+        Realtime: the wall seconds between two steps (``dt / real_time_factor``);
+        ``None`` takes ``dt``. A step that comes much later than that finds the
+        simulator itself stalled (see :meth:`command_live`).
     """
 
     mode: str
@@ -211,6 +220,7 @@ class SimulatorRun:
     start_condition: bool = True
     settle: float = START_SETTLE
     wait_report: float = WAIT_REPORT
+    tick_period: float | None = None
     code: int | None = None
     started: bool = False
     paused: bool = False
@@ -230,6 +240,7 @@ class SimulatorRun:
         self.duration = check_non_negative("duration", self.duration)
         self.command_timeout = check_positive("command_timeout", self.command_timeout)
         self.lockstep_timeout = check_positive("lockstep_timeout", self.lockstep_timeout)
+        self.tick_period = check_positive("tick_period", self.dt if self.tick_period is None else self.tick_period)
         self._watchdog = _Watchdog(self.command_timeout)
 
     # -- state ------------------------------------------------------------------------------------
@@ -419,6 +430,14 @@ class SimulatorRun:
     def command_live(self, now: float) -> tuple[bool, list[Say]]:
         """Whether the held command still applies at ``now`` (else zero torque), and the lapse's sentence once.
 
+        Asked once per realtime step. A step that comes late, more than half of
+        ``command_timeout`` (and two tick periods) after the one before, finds the
+        simulator itself stalled: no state went out meanwhile, so the controller had
+        nothing new to answer, and its answers to the last state may still wait behind
+        this step. Such a step keeps the held command and leaves the decision to the
+        next one (docs/reliability.md, "Stalls of about 0.33 s"). A controller that
+        stops answering is then caught at most one step later.
+
         Returns
         -------
         tuple[bool, list[Say]]
@@ -426,9 +445,12 @@ class SimulatorRun:
             counted), and the warning the first time it lapses.
         """
         watchdog = self._watchdog
+        active = self.active(now)
+        late = watchdog.last_tick is not None and active - watchdog.last_tick > self._late_after()
+        watchdog.last_tick = active
         if not watchdog.commanding:
             return False, []
-        if self.active(now) - watchdog.last_command <= watchdog.timeout:
+        if late or active - watchdog.last_command <= watchdog.timeout:
             return True, []
         watchdog.commanding = False
         watchdog.lapsed_once = True
@@ -439,6 +461,10 @@ class SimulatorRun:
                 "applying zero torque until commands resume",
             )
         ]
+
+    def _late_after(self) -> float:
+        """Seconds between two steps past which the second comes late (the simulator stalled)."""
+        return max(self._watchdog.timeout / 2.0, 2.0 * (self.tick_period or self.dt))
 
     # -- the end --------------------------------------------------------------------------------------
 

@@ -126,6 +126,11 @@ def test_a_run_that_never_started_says_so() -> None:
     assert SimulatorRun("lockstep", 0.002).summary() == "ran no step (the run had not started)"
 
 
+def ticks(run: SimulatorRun, start: float, end: float, period: float = 0.002) -> list[tuple[bool, list[Say]]]:
+    """Ask the watchdog as realtime steps do, every ``period`` from ``start`` up to ``end``."""
+    return [run.command_live(start + k * period) for k in range(round((end - start) / period) + 1)]
+
+
 def test_the_watchdog_lapses_once_and_resumes_once() -> None:
     run = started("realtime", command_timeout=0.5)
     assert run.command_live(100.1) == (False, [])  # no command yet: zero torque, nothing to say
@@ -150,8 +155,35 @@ def test_paused_time_does_not_count_for_the_watchdog() -> None:
     run.pause(100.1)
     assert run.command_live(105.0) == (True, [])  # while paused: no lapse
     run.resume(110.1)
-    assert run.command_live(110.3) == (True, [])  # 0.3 s of running time since the command
-    assert run.command_live(110.6)[0] is False  # 0.6 s of running time: lapsed
+    assert all(answer == (True, []) for answer in ticks(run, 110.1, 110.48))  # up to 0.48 s of running time
+    assert run.command_live(110.52)[0] is False  # 0.52 s of running time: lapsed
+
+
+def test_a_late_step_keeps_the_command_and_the_next_one_decides() -> None:
+    # The simulator itself stalls 0.4 s (a publish blocked in the middleware, a frozen process):
+    # no state went out, so the controller had nothing new to answer.
+    run = started("realtime", command_timeout=0.3)
+    run.command_arrived(100.0)
+    assert all(answer == (True, []) for answer in ticks(run, 100.0, 100.1))
+    assert run.command_live(100.5) == (True, [])  # 0.4 s late: the command still applies, nothing said
+    assert run.command_arrived(100.501) == []  # the controller's answer, taken after the late step
+    assert all(answer == (True, []) for answer in ticks(run, 100.502, 100.7))
+    # A controller that stops answering is caught as before, by the next on-time step.
+    live, said = run.command_live(101.2)  # late again, and no command since 100.501
+    assert (live, said) == (True, [])
+    live, said = run.command_live(101.202)
+    assert not live
+    assert texts(said) == [
+        "no effort command for over command_timeout=0.3 s; applying zero torque until commands resume"
+    ]
+
+
+def test_steps_slower_than_half_the_timeout_are_not_late_when_the_timer_is_that_slow() -> None:
+    # real_time_factor 0.01: a step every 0.2 s of wall time; the watchdog still lapses.
+    run = SimulatorRun("realtime", 0.002, command_timeout=0.3, tick_period=0.2)
+    run.start(100.0)
+    run.command_arrived(100.0)
+    assert [live for live, _ in ticks(run, 100.0, 100.6, 0.2)] == [True, True, False, False]
 
 
 def test_halting_is_said_once_until_a_reset() -> None:

@@ -158,6 +158,7 @@ class SimulatorNode(KitNode):
             command_timeout=p["command_timeout"],
             lockstep_timeout=p["lockstep_timeout"],
             start_condition=self._need_controller or self.min_subscribers > 0,
+            tick_period=self.sim.dt / p["real_time_factor"],
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = int(p["thread_priority"])
