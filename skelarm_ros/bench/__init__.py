@@ -26,6 +26,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",
     ),
+    "contact": (
+        "skelarm_ros.bench.contact:run",
+        "a 500 Hz publisher starting into a running graph: its publish() stalls, shared memory vs UDP only",
+    ),
 }
 
 
