@@ -18,6 +18,7 @@ from skelarm_ros.startup import (
     NODE_STOPPED,
     NODES,
     TOOL_INTERRUPTED,
+    console_program,
     exit_quietly,
     load,
     quiet_start,
@@ -101,6 +102,7 @@ def _dispatch(args: list[str]) -> int:
 
 def console() -> int:
     """Run the ``skelarm-ros`` console script: :func:`main`, then quiet until the process ends."""
+    console_program()
     return exit_quietly(main())
 
 

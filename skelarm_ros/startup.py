@@ -24,7 +24,7 @@ import importlib
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -56,6 +56,10 @@ TOOLS = {
 EXECUTABLES = {**NODES, **TOOLS}
 """Every executable ``ros2 run skelarm_ros <name>`` starts (setup.py installs one console script each)."""
 
+_process = {"ends_after": False, "interrupted": False}
+"""Whether this process ends when its program returns (:func:`console_program`) or is a test calling a
+``main``, and whether a signal interrupted its tool."""
+
 
 def end_quietly(code: int) -> Callable[[int, FrameType | None], None]:
     """Return a signal handler that ends the process at once with ``code``, printing nothing.
@@ -65,12 +69,17 @@ def end_quietly(code: int) -> Callable[[int, FrameType | None], None]:
     """
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say anyway
-                stream.flush()
-        os._exit(code)
+        _flush_and_exit(code)
 
     return handler
+
+
+def _flush_and_exit(code: int) -> None:
+    """Flush standard output and error, then end the process with ``code`` without Python's teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say anyway
+            stream.flush()
+    os._exit(code)
 
 
 @contextlib.contextmanager
@@ -78,7 +87,8 @@ def quiet_start(code: int) -> Iterator[None]:
     """Make SIGINT and SIGTERM end the process quietly with ``code`` until the program takes them over.
 
     The handlers in place before are back when the block ends (a test may call a
-    ``main`` in its own process).
+    ``main`` in its own process), unless the process ends right after
+    (:func:`console_program`): then the program's own stay until :func:`exit_quietly`.
     """
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     for signum in STOP_SIGNALS:
@@ -87,8 +97,20 @@ def quiet_start(code: int) -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        restore_signals(previous)
+
+
+def restore_signals(previous: dict[int, Any]) -> None:
+    """Put back the signal handlers in ``previous`` (signal number to handler), unless the process ends next.
+
+    In a process that ends when its program returns (:func:`console_program`) the
+    program's own handlers stay until :func:`exit_quietly`: Python's defaults coming
+    back for those last moments would turn a signal then into a traceback.
+    """
+    if _process["ends_after"]:
+        return
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def take_signals() -> None:
@@ -115,20 +137,49 @@ def started_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def interrupt_as_keyboard_interrupt() -> None:
-    """Hand SIGINT and SIGTERM to the program as ``KeyboardInterrupt`` (a tool's ``main`` ends it cleanly)."""
+def _held(_signum: int, _frame: FrameType | None) -> None:
+    """Take a signal and do nothing: the program is already stopping (or has finished) in order."""
+
+
+def hold_signals() -> None:
+    """Let SIGINT and SIGTERM change nothing from now on (the program is ending in order)."""
     for signum in STOP_SIGNALS:
-        signal.signal(signum, signal.default_int_handler)
+        signal.signal(signum, _held)
+
+
+def _interrupt_once(_signum: int, _frame: FrameType | None) -> None:
+    _process["interrupted"] = True
+    hold_signals()  # a second signal must not break into the clean-up the first one started
+    raise KeyboardInterrupt
+
+
+def interrupt_as_keyboard_interrupt() -> None:
+    """Hand the first SIGINT or SIGTERM to the program as ``KeyboardInterrupt``; later ones change nothing.
+
+    A tool's ``main`` ends the ``KeyboardInterrupt`` cleanly (removing what it had
+    half-written); a launch that sends SIGINT and then SIGTERM, or a user's second
+    Ctrl-C, does not break into that clean-up.
+    """
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _interrupt_once)
 
 
 def run_tool(function: Callable[[], int | None], name: str) -> int:
-    """Run a one-shot tool's ``main``: a signal raises ``KeyboardInterrupt``, which ends it with one line."""
+    """Run a one-shot tool's ``main``: a signal raises ``KeyboardInterrupt``, which ends it with one line.
+
+    Once the tool has ended, either way, signals change nothing more: its exit code
+    is the one it ended with.
+    """
+    _process["interrupted"] = False
     interrupt_as_keyboard_interrupt()
     try:
-        return int(function() or 0)
+        code = int(function() or 0)
+        hold_signals()
     except KeyboardInterrupt:
+        hold_signals()
         print(f"{name}: stopped by a signal before it finished", file=sys.stderr)
-        return TOOL_INTERRUPTED
+        code = TOOL_INTERRUPTED
+    return code
 
 
 def load(target: str) -> Callable[[], int | None]:
@@ -157,20 +208,41 @@ def start(name: str, argv: list[str] | None = None) -> int:
         return run_tool(function, name)
 
 
-def exit_quietly(code: int) -> int:
-    """Make SIGINT and SIGTERM end the process with ``code`` from now on, and return ``code``.
+def console_program() -> None:
+    """Note that this process is the program and ends when it returns (a console script's first step).
 
-    A console script's last step: between its program's end and the interpreter's, a
-    signal (a launch stopping its graph just then) would otherwise raise a
-    ``KeyboardInterrupt`` with nothing left to catch it.
+    The handlers a program put in place then stay until :func:`exit_quietly`, instead of
+    Python's defaults coming back for the last moments: a signal then (a launch stopping
+    its graph just as a tool finished) changes nothing.
+    """
+    _process["ends_after"] = True
+
+
+def exit_quietly(code: int) -> int:
+    """Ignore SIGINT and SIGTERM from now on, so the process ends with ``code``, and return ``code``.
+
+    A console script's last step. Between its program's end and the process's there
+    is the interpreter's own teardown (tens of milliseconds), in which Python puts the
+    default actions back for signals it handled: a signal then (a launch stopping its
+    graph just as a tool finished) would kill the process instead of leaving its exit
+    code. Python leaves ignored signals ignored.
+
+    A tool a signal interrupted ends here at once: it has cleaned up, and under
+    ``python -m`` (how ``skelarm-ros launch`` starts it) Python would otherwise end it
+    by SIGINT instead of with ``code`` when the interrupt came while a library ran
+    ``exec`` on source text (Python notes that as unhandled even though the tool
+    handled it).
     """
     for signum in STOP_SIGNALS:
-        signal.signal(signum, end_quietly(code))
+        signal.signal(signum, signal.SIG_IGN)
+    if _process["interrupted"]:
+        _flush_and_exit(code)
     return code
 
 
 def _console_script(name: str) -> Callable[[], int]:
     def main() -> int:
+        console_program()
         return exit_quietly(start(name))
 
     main.__name__ = main.__qualname__ = name

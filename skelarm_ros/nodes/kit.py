@@ -62,7 +62,7 @@ from skelarm_ros.cdr import JointStateLayout
 from skelarm_ros.interface import check_choice, check_count, check_non_negative, check_positive
 from skelarm_ros.lifecycle import ERROR, WARNING
 from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, stop_requested, try_shutdown
-from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, take_signals
+from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, restore_signals, take_signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -200,8 +200,7 @@ def run_node(
         finally:
             try_shutdown()
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        restore_signals(previous)
 
 
 def _run(factory: Callable[[], KitNode], name: str, doc: str) -> int:
