@@ -345,9 +345,10 @@ class RecordingSummary:
 
     def line(self) -> str:
         """Return the recorder's closing line."""
-        head = f"closed {self.path} ({self.storage}): {self.messages} messages on {self.topics} topics"
+        messages, topics = _counted(self.messages, "message"), _counted(self.topics, "topic")
+        head = f"closed {self.path} ({self.storage}): {messages} on {topics}"
         if self.error:
-            head = f"bag {self.path} is incomplete: {self.error}; {self.messages} messages were written"
+            head = f"bag {self.path} is incomplete: {self.error}; {messages} written"
         lost = (
             f"{self.lost_total} lost ({', '.join(f'{topic} {count}' for topic, count in sorted(self.lost.items()))})"
             if self.lost
@@ -355,6 +356,10 @@ class RecordingSummary:
         )
         waited = f"; taking waited {self.waited:.2f} s for the write queue" if self.waited >= 0.005 else ""
         return f"{head}, {lost}{waited}"
+
+
+def _counted(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 class Recording:

@@ -202,6 +202,11 @@ class Recorder(KitNode):
         reliability = "reliable" if plan.reliable else "best effort"
         self.get_logger().info(f"recording '{plan.name}' ({plan.msgtype}, {reliability}, keep all)")
 
+    @property
+    def recorded(self) -> dict[str, Subscription]:
+        """The subscriptions of the topics being recorded, by full topic name."""
+        return {name: subscription for name, (_, subscription) in self._recorded.items()}
+
     def _take(self, handle: int, data: bytes) -> None:
         recording = self.recording
         if recording is None:
