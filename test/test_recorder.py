@@ -275,17 +275,15 @@ def test_busy_lockstep_recordings_keep_every_frame(tmp_path, arms):
             procs.kill(hog)
     assert codes == dict.fromkeys(launches, 0), procs.logs(tmp_path)
     frames = round(BUSY_DURATION / DT) + 1
-    for k in launches:
-        folder = tmp_path / f"arm{k}"
-        summary = bag_to_log(folder, tmp_path / f"arm{k}.sklog.npz")
-        assert summary.frames == frames, f"arm{k}: {summary.frames} of {frames} frames\n{procs.logs(tmp_path)}"
+    summaries = {k: bag_to_log(tmp_path / f"arm{k}", tmp_path / f"arm{k}.sklog.npz") for k in launches}
+    counts = {k: summary.frames for k, summary in summaries.items()}
+    assert counts == dict.fromkeys(launches, frames), f"frames per arm (of {frames}): {counts}"
+    for k, summary in summaries.items():
         assert not any(summary.masked.values()), f"arm{k}: masked {summary.masked}"
         log = skelarm.StateLog.load(tmp_path / f"arm{k}.sklog.npz")
-        assert log.times().tolist() == pytest.approx([n * DT for n in range(frames)], abs=1e-9)
-        meta = metadata(folder)
-        assert (
-            meta["custom_data"][LOST_KEY] == "0"
-            and json.loads(meta["custom_data"]["skelarm_ros.messages_lost_by_topic"]) == {}
-        )
+        assert log.times.tolist() == pytest.approx([n * DT for n in range(frames)], abs=1e-9)
+        meta = metadata(tmp_path / f"arm{k}")
         assert meta["storage_identifier"] == RECORD_STORAGES[k % 2]
+        custom = meta["custom_data"]
+        assert custom[LOST_KEY] == "0" and json.loads(custom["skelarm_ros.messages_lost_by_topic"]) == {}
         assert "none lost" in (tmp_path / f"arm{k}.log").read_text(errors="replace")

@@ -20,6 +20,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "bags": ("skelarm_ros.bench.bags:run", "bag_to_log throughput vs rosbags raw deserialization, peak memory"),
     "controllers": ("skelarm_ros.bench.controllers:run", "per-step cost of each controller, skelarm vs fast model"),
     "multiarm": ("skelarm_ros.bench.multiarm:run", "on-time steps of 2 and 4 arms side by side, realtime"),
+    "recorder": (
+        "skelarm_ros.bench.recorder:run",
+        "recorder's highest sustained rate without loss (sqlite3, MCAP) vs rosbags' raw writer rate",
+    ),
     "loop": (
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",
