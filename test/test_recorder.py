@@ -21,6 +21,7 @@ from skelarm_ros.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
 from skelarm_ros.recording import LOST_KEY, STORAGES
 
 rclpy = pytest.importorskip("rclpy")
+from rclpy.event_handler import QoSSubscriptionEventType  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (  # noqa: E402
     DurabilityPolicy,
@@ -146,10 +147,49 @@ def test_a_recorder_subscribes_keep_all_with_its_publishers_reliability(context,
             info = next(i for i in recorder.get_subscriptions_info_by_topic(name) if i.node_name == "recorder")
             assert info.qos_profile.reliability.name == reliability
             assert recorder.recorded[name].qos_profile.history == HistoryPolicy.KEEP_ALL
+            kinds = [handler.event_type for handler in recorder.recorded[name].event_handlers]
+            assert QoSSubscriptionEventType.RCL_SUBSCRIPTION_MESSAGE_LOST in kinds
     finally:
         recorder.close()
         driver.destroy_node()
         recorder.destroy_node()
+
+
+@pytest.mark.ros
+def test_a_recording_that_cannot_write_ends_the_run_with_code_1_and_says_why(context, tmp_path, monkeypatch):
+    from rosbags.rosbag2 import Writer
+
+    from skelarm_ros import recording
+
+    class FullDisk(Writer):
+        def write(self, connection, timestamp, data) -> None:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(recording, "Writer", FullDisk)
+    recorder = Recorder(context=context, parameter_overrides=[Parameter("output", value=str(tmp_path / "bag"))])
+    driver = rclpy.create_node("driver", context=context)
+    try:
+        states = driver.create_publisher(JointState, "joint_states", KEEP_ALL)
+
+        def subscribed() -> bool:
+            recorder.discover()
+            return states.get_subscription_count() == 1
+
+        assert wait_until(subscribed)
+
+        def failed() -> bool:
+            states.publish(JointState(name=["j1"], position=[0.0]))
+            recorder.drain(0.1)
+            return recorder.finished.done()
+
+        assert wait_until(failed), "the run did not end when the bag could not be written"
+        assert recorder.finished.result() == 1
+    finally:
+        recorder.close()
+        driver.destroy_node()
+        recorder.destroy_node()
+    assert recorder.summary is not None and "No space left on device" in recorder.summary.error
+    assert not (tmp_path / "bag" / "metadata.yaml").exists()
 
 
 @pytest.mark.ros

@@ -15,6 +15,8 @@ Side by side, in one run, for sqlite3 and MCAP storage:
   **sustained** when the publisher kept it (98 % of the asked rate, no failed
   publish) and the closed bag holds every message published. The node runs on the
   EventsExecutor; the same node on the single-threaded executor is measured beside it.
+  The recorder process's CPU time while the publisher runs, per message published, is
+  printed beside each rate.
 
 The highest sustained rate of each is printed beside rosbags' raw rate.
 """
@@ -103,21 +105,41 @@ def _bag_count(folder: Path, topic: str) -> int:
     return sum(e["message_count"] for e in info["topics_with_message_count"] if e["topic_metadata"]["name"] == topic)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _wait_for_line(log: Path, text: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def recorded_rate(folder: Path, storage: str, rate: int, seconds: float, *, events: bool) -> tuple[bool, str]:
     """Record a publisher at ``rate`` messages/s; return whether it was sustained and a line saying what happened."""
     env = _environment(folder)
     bag = folder / f"bag_{storage}_{rate}_{'events' if events else 'single'}"
     recorder_args = ["-m", "skelarm_ros.bench.recorder", "recorder" if events else "recorder-single"]
     recorder_args += ["--ros-args", "-p", f"output:={bag}", "-p", f"storage:={storage}"]
-    recorder = _start(recorder_args, env, folder / f"{bag.name}_recorder.log")
+    recorder_log = folder / f"{bag.name}_recorder.log"
+    recorder = _start(recorder_args, env, recorder_log)
+    _wait_for_line(recorder_log, "recording into", START_TIMEOUT)
+    cpu_start = _cpu_seconds(recorder.pid)
     report = folder / f"{bag.name}_publisher.txt"
     publisher = _start(
         ["-m", "skelarm_ros.bench.recorder", "publish", str(rate), str(seconds), str(report)],
         env,
         folder / f"{bag.name}_publisher.log",
     )
+    cpu = 0.0
     try:
         publisher.wait(START_TIMEOUT + 10.0 * seconds)
+        cpu = _cpu_seconds(recorder.pid) - cpu_start
         recorder.send_signal(signal.SIGINT)
         recorder.wait(STOP_TIMEOUT)
     finally:
@@ -126,13 +148,16 @@ def recorded_rate(folder: Path, storage: str, rate: int, seconds: float, *, even
                 process.kill()
                 process.wait()
     if publisher.returncode != 0 or recorder.returncode != 0 or not report.exists():
-        log = (folder / f"{bag.name}_recorder.log").read_text(errors="replace")[-2000:]
+        log = recorder_log.read_text(errors="replace")[-2000:]
         return False, f"failed (publisher exit {publisher.returncode}, recorder exit {recorder.returncode}): {log}"
     published, elapsed, errors = (float(word) for word in report.read_text().split())
     stored = _bag_count(bag, f"/{JOINT_STATES}")
     achieved = published / elapsed
     sustained = errors == 0 and stored == published and achieved >= KEPT * rate
-    line = f"published {int(published):7d} at {achieved:8.0f}/s ({int(errors)} failed), bag holds {stored:7d}"
+    line = (
+        f"published {int(published):7d} at {achieved:8.0f}/s ({int(errors)} failed), bag holds {stored:7d}, "
+        f"recorder CPU {1e6 * cpu / max(published, 1.0):5.1f} us/msg"
+    )
     return sustained, line
 
 

@@ -13,10 +13,11 @@ the type hash the publishers announce, as rosbag2 writes them
 
 The node only takes messages: each goes with its log time (the node's clock) into
 the bounded write queue of a :class:`skelarm_ros.recording.Recording`, whose own
-thread writes the bag. It spins on rclpy's EventsExecutor, which takes messages
-many times faster than the single-threaded executor (docs/benchmarks.md). Keep-all
-reliable subscriptions lose nothing: when the recording falls behind, reliable
-publishers are held back by their unacknowledged messages. Messages the middleware
+thread writes the bag. It spins on rclpy's EventsExecutor, which sustains several
+times the single-threaded executor's rate at less CPU per message (docs/bags.md,
+``skelarm-ros bench recorder``). Keep-all reliable subscriptions lose nothing: when
+the recording falls behind, reliable publishers are held back by their
+unacknowledged messages. Messages the middleware
 reports lost (best-effort publishers) are counted, said in the closing line and
 written into the bag's ``custom_data``.
 
