@@ -13,8 +13,9 @@ Side by side, in one run, for sqlite3 and MCAP storage:
   publisher process that publishes JointState bytes, reliable and keep-all (as a
   lockstep simulator does), at increasing rates for a few seconds each. A rate is
   **sustained** when the publisher kept it (98 % of the asked rate, no failed
-  publish) and the closed bag holds every message published. The node runs on the
-  EventsExecutor; the same node on the single-threaded executor is measured beside it.
+  publish) and the closed bag holds every message published, in one of three tries.
+  The node runs on the EventsExecutor; the same node on the single-threaded executor
+  is measured beside it, at each rate right after it.
   The recorder process's CPU time while the publisher runs, per message published, is
   printed beside each rate.
 
@@ -44,6 +45,7 @@ JOINTS = 6
 SECONDS = 3.0  # s each publisher rate is held
 RATES = (2_000, 5_000, 10_000, 15_000, 20_000, 30_000, 40_000, 60_000)
 KEPT = 0.98  # share of the asked rate a publisher must reach for the rate to count as kept
+TRIES = 3  # runs of a rate before it counts as not sustained
 START_TIMEOUT = 60.0  # s for the processes to start and match
 STOP_TIMEOUT = 60.0  # s for a stopped recorder to close its bag
 
@@ -161,16 +163,28 @@ def recorded_rate(folder: Path, storage: str, rate: int, seconds: float, *, even
     return sustained, line
 
 
-def highest_sustained(folder: Path, storage: str, rates: tuple[int, ...], seconds: float, *, events: bool) -> int:
-    """Go up the rates until one is not sustained; print each; return the highest sustained (0 if none)."""
-    best = 0
-    label = "EventsExecutor" if events else "single-threaded"
+def highest_sustained(folder: Path, storage: str, rates: tuple[int, ...], seconds: float) -> dict[str, int]:
+    """Go up the rates, both executors side by side at each, until a rate fails its tries; return the highest kept.
+
+    A rate counts as sustained when one of :data:`TRIES` runs sustains it: on a machine
+    shared with other work a burst of load can hold the publisher back for a moment.
+    """
+    best = {"events": 0, "single": 0}
+    going = set(best)
     for rate in rates:
-        sustained, line = recorded_rate(folder, storage, rate, seconds, events=events)
-        print(f"  {storage:7} {label:15} {rate:6d}/s: {line}  {'sustained' if sustained else 'NOT sustained'}")
-        if not sustained:
+        for kind in [kind for kind in best if kind in going]:
+            label = "EventsExecutor" if kind == "events" else "single-threaded"
+            for attempt in range(1, TRIES + 1):
+                sustained, line = recorded_rate(folder, storage, rate, seconds, events=kind == "events")
+                verdict = "sustained" if sustained else "NOT sustained"
+                print(f"  {storage:7} {label:15} {rate:6d}/s try {attempt}: {line}  {verdict}", flush=True)
+                if sustained:
+                    best[kind] = rate
+                    break
+            else:
+                going.discard(kind)
+        if not going:
             break
-        best = rate
     return best
 
 
@@ -200,9 +214,8 @@ def run(*, quick: bool = False) -> dict[str, float]:
             )
         print(f"recorder process, a reliable keep-all publisher held {seconds:g} s per rate:")
         for storage in STORAGES:
-            for events in (True, False):
-                key = f"recorder {storage} {'events' if events else 'single'}"
-                results[key] = highest_sustained(folder, storage, rates, seconds, events=events)
+            for kind, best in highest_sustained(folder, storage, rates, seconds).items():
+                results[f"recorder {storage} {kind}"] = best
     for storage in STORAGES:
         raw = results[f"raw {storage}"]
         for kind in ("events", "single"):
