@@ -214,8 +214,8 @@ def run(*, quick: bool = False) -> dict[str, float]:
             )
         print(f"recorder process, a reliable keep-all publisher held {seconds:g} s per rate:")
         for storage in STORAGES:
-            for kind, best in highest_sustained(folder, storage, rates, seconds).items():
-                results[f"recorder {storage} {kind}"] = best
+            for kind, rate in highest_sustained(folder, storage, rates, seconds).items():
+                results[f"recorder {storage} {kind}"] = rate
     for storage in STORAGES:
         raw = results[f"raw {storage}"]
         for kind in ("events", "single"):
