@@ -37,5 +37,7 @@ setup(
             *(f"{name} = skelarm_ros.startup:{name}" for name in EXECUTABLES),
             "skelarm-ros = skelarm_ros.cli:main",
         ],
+        # Controller builders the controller node registers with skelarm (skelarm_ros.control.plugins).
+        "skelarm_ros.controllers": ["excitation = skelarm_ros.excitation:build_controller"],
     },
 )

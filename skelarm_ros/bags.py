@@ -24,54 +24,31 @@ import heapq
 import struct
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinitionFormat
-from rosbags.rosbag1 import Reader as Reader1
-from rosbags.rosbag1 import ReaderError as ReaderError1
-from rosbags.rosbag2 import Reader as Reader2
-from rosbags.rosbag2 import ReaderError as ReaderError2
+from rosbags.interfaces import Connection, MessageDefinitionFormat
 from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
+
+from skelarm_ros.logfile import printable
+from skelarm_ros.rosbags_adapter import (
+    MCAP_MAGIC,
+    READ_ERRORS,
+    RawMessage,
+    Storage,
+    open_reader,
+    recover_mcap,
+    referenced_types,
+    storage_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
 
     from rosbags.typesys.store import Typestore
 
-try:  # pragma: no cover - which one exists depends on the Python version
-    from compression import zstd
-except ImportError:  # pragma: no cover
-    from backports import zstd
-
 STORAGE_SUFFIXES = (".db3", ".mcap")
-_MCAP_MAGIC = b"\x89MCAP0\r\n"
-# What rosbags' readers raise on damaged bytes: their own errors, and plain Python errors from
-# parsing garbage (a truncated MCAP header, say, gives TypeError or IndexError).
-_READ_ERRORS: tuple[type[Exception], ...] = (
-    ReaderError1,
-    ReaderError2,
-    OSError,
-    struct.error,
-    EOFError,
-    TypeError,
-    IndexError,
-    UnicodeDecodeError,
-    OverflowError,
-)
-try:
-    import apsw
-
-    _READ_ERRORS = (*_READ_ERRORS, apsw.Error)
-except ImportError:  # pragma: no cover - apsw comes with rosbags
-    pass
-if hasattr(zstd, "ZstdError"):
-    _READ_ERRORS = (*_READ_ERRORS, zstd.ZstdError)
-
-RawMessage = tuple[str, str, int, bytes]
-"""``(topic, msgtype, log_time_ns, serialized bytes)``."""
 
 
 class BagError(ValueError):
@@ -154,7 +131,7 @@ class Bag:
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[2])
         try:
             yield from merged
-        except _READ_ERRORS as error:
+        except READ_ERRORS as error:
             msg = (
                 f"bag '{self.path}' is damaged after some messages ({error}); "
                 "repair it (ros2 bag reindex, or --recover for a truncated MCAP) or re-record it"
@@ -188,13 +165,7 @@ class Bag:
             seen.add(name)
             if self.typestore.fielddefs.get(name) != jazzy.get(name) or name not in jazzy:
                 return False
-            stack: list[Any] = [fdef for _, fdef in jazzy[name][1]]
-            while stack:
-                node, detail = stack.pop()
-                if node.name == "NAME":
-                    pending.append(detail)
-                elif node.name in ("ARRAY", "SEQUENCE"):
-                    stack.append(detail[0])
+            pending.extend(referenced_types(jazzy, name))
         return True
 
     def messages(self, topics: Collection[str] | None = None) -> Iterator[tuple[str, str, int, Any]]:
@@ -237,37 +208,6 @@ def _damaged(path: Path, error: BaseException, recover_hint: bool) -> BagError:
     return BagError(f"bag '{path}' cannot be read: it is truncated or not a bag ({text}); {hint}")
 
 
-def _connection_stream(
-    messages: Callable[[list[Connection]], Iterator[tuple[Connection, int, bytes]]],
-    connections: list[Connection],
-    decompress: bool,
-) -> Callable[[set[str]], Iterator[RawMessage]]:
-    """Make a source: the messages of one storage for a set of topics."""
-
-    def source(wanted: set[str]) -> Iterator[RawMessage]:
-        chosen = [conn for conn in connections if conn.topic in wanted]
-        if not chosen:
-            return
-        if decompress:
-            for conn, timestamp, data in messages(chosen):
-                yield conn.topic, conn.msgtype, timestamp, zstd.decompress(data)
-        else:
-            for conn, timestamp, data in messages(chosen):
-                yield conn.topic, conn.msgtype, timestamp, data
-
-    return source
-
-
-def printable(text: str) -> str:
-    """Return ``text`` with its control characters written out as escapes, as a damaged bag may hold them."""
-    return "".join(char if char.isprintable() or char in "\n\t" else _escape(char) for char in text)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}"
-
-
 def _build_typestore(connections: list[Connection], is_ros2: bool, notes: list[str]) -> Typestore:
     """Build a type store: stored definitions first, the distribution's standard ones for everything else."""
     typs: dict[str, Any] = {}
@@ -304,15 +244,7 @@ def _decodable(store: Typestore, msgtype: str, seen: set[str] | None = None) -> 
         return False
     seen = seen if seen is not None else set()
     seen.add(msgtype)
-    stack: list[Any] = [fdef for _, fdef in store.fielddefs[msgtype][1]]
-    while stack:
-        node, detail = stack.pop()
-        if getattr(node, "name", "") == "NAME":
-            if detail not in seen and not _decodable(store, detail, seen):
-                return False
-        elif getattr(node, "name", "") in ("ARRAY", "SEQUENCE"):
-            stack.append(detail[0])
-    return True
+    return all(name in seen or _decodable(store, name, seen) for name in referenced_types(store.fielddefs, msgtype))
 
 
 def _rosbag2_storage_files(path: Path) -> list[Path]:
@@ -371,54 +303,11 @@ def open_bag(path: str | Path, *, recover: bool = False) -> Bag:
 
 def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], stack: ExitStack) -> Bag:
     """Open each part, gather connections, and make one source per storage file."""
-    sources: list[Callable[[set[str]], Iterator[RawMessage]]] = []
-    connections: list[Connection] = []
-    files: list[Path] = []
-    storage = ""
     is_ros2 = path.suffix != ".bag"
-    for part in parts:
-        if recover and part.suffix == ".mcap":
-            try:
-                recovered = _RecoveredMcap(part)
-            except BagError:
-                raise
-            except (ValueError, KeyError, *_READ_ERRORS) as error:  # type: ignore[misc]
-                raise _damaged(part, error, recover_hint=False) from None
-            notes.extend(recovered.notes)
-            connections.extend(recovered.connections)
-            sources.append(_connection_stream(recovered.messages, recovered.connections, decompress=False))
-            files.append(part)
-            storage = "mcap"
-            continue
-        reader: Reader1 | Reader2
-        try:
-            reader = Reader2(part) if is_ros2 else Reader1(part)
-            reader.open()
-        except (KeyError, *_READ_ERRORS) as error:  # type: ignore[misc]
-            raise _damaged(part, error, recover_hint=part.suffix == ".mcap" and not recover) from None
-        stack.callback(reader.close)
-        connections.extend(reader.connections)
-        if isinstance(reader, Reader1):
-            storage = "rosbag1"
-            files.append(part)
-            sources.append(_connection_stream(reader.messages, reader.connections, decompress=False))
-            continue
-        inner = reader.storage
-        storages = getattr(inner, "storages", None)
-        if storages is None:  # a bare storage file
-            storage = "mcap" if part.suffix == ".mcap" else "sqlite3"
-            files.append(part)
-            sources.append(_connection_stream(inner.messages, inner.connections, decompress=False))
-            continue
-        # A rosbag2 directory: one source per split file, merged in time by Bag.raw_messages.
-        files.append(part / "metadata.yaml")
-        files.extend(part / Path(name).name for name in inner_files(part))
-        storage = "mcap" if storages and type(storages[0]).__name__ == "McapReader" else "sqlite3"
-        per_message = inner.metadata.compression_mode == "message"
-        if inner.metadata.compression_mode:
-            notes.append(f"zstd compression per {inner.metadata.compression_mode}")
-        for sub in storages:
-            sources.append(_connection_stream(sub.messages, sub.connections, decompress=per_message))
+    storages = [_open_part(part, is_ros2, recover, stack) for part in parts]
+    connections = [conn for storage in storages for conn in storage.connections]
+    for storage in storages:
+        notes.extend(storage.notes)
     typestore = _build_typestore(connections, is_ros2, notes)
     topics: dict[str, TopicSummary] = {}
     for conn in connections:
@@ -430,124 +319,40 @@ def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], 
         notes.append(f"skipped topics of types with no definition in the bag or in ROS 2 Jazzy: {undecodable}")
     return Bag(
         path=path,
-        files=files,
-        storage=storage,
+        files=[file for storage in storages for file in storage.files],
+        storage=storages[-1].kind if storages else "",
         topics=dict(sorted(topics.items())),
         notes=notes,
         message_count=sum(t.count for t in topics.values()),
         typestore=typestore,
         is_ros2=is_ros2,
-        _sources=sources,
+        _sources=[source for storage in storages for source in storage.sources],
         _stack=stack,
     )
 
 
-def inner_files(directory: Path) -> list[str]:
-    """Return the storage files a rosbag2 directory's ``metadata.yaml`` lists, in order."""
-    from ruamel.yaml import YAML
-
-    meta = YAML(typ="safe").load((directory / "metadata.yaml").read_text())
-    return list(meta["rosbag2_bagfile_information"]["relative_file_paths"])
-
-
-class _RecoveredMcap:
-    """The complete records of a truncated MCAP file, found by scanning it from the start."""
-
-    def __init__(self, path: Path) -> None:
-        from rosbags.rosbag2 import storage_mcap as mcap
-
-        self.path = path
-        self.notes: list[str] = []
-        self.connections: list[Connection] = []
-        data = path.read_bytes()
-        if not data.startswith(_MCAP_MAGIC):
-            msg = f"'{path}' is not an MCAP file (no MCAP magic at its start); --recover only repairs truncated MCAP"
-            raise BagError(msg)
-        self._data = data
-        self._mcap = mcap
-        self._schemas: dict[int, tuple[str, str, str]] = {}
-        self._channels: dict[int, Connection] = {}
-        self._scan_meta()
-
-    def _records_of(self, view: memoryview, start: int) -> Iterator[tuple[int, memoryview]]:
-        """Yield ``(opcode, body)`` of each complete record, stopping at the first incomplete one."""
-        offset = start
-        while offset + 9 <= len(view):
-            opcode = view[offset]
-            (size,) = struct.unpack_from("<Q", view, offset + 1)
-            end = offset + 9 + size
-            if end > len(view):
-                return
-            yield opcode, view[offset + 9 : end]
-            offset = end
-
-    def _walk(self) -> Iterator[tuple[int, memoryview]]:
-        """Top-level records and those inside chunks; a damaged chunk ends the walk."""
-        view = memoryview(self._data)
-        for opcode, body in self._records_of(view, len(_MCAP_MAGIC)):
-            if opcode == 0x06:
-                try:
-                    _, _, size, crc = struct.unpack_from("<QQQI", body, 0)
-                    (name_len,) = struct.unpack_from("<I", body, 28)
-                    compression = bytes(body[32 : 32 + name_len]).decode()
-                    (csize,) = struct.unpack_from("<Q", body, 32 + name_len)
-                    payload = bytes(body[40 + name_len : 40 + name_len + csize])
-                    raw = self._mcap.decompress(payload, compression, size, crc)
-                except (ValueError, *_READ_ERRORS):  # type: ignore[misc]
-                    self.notes.append(f"a damaged chunk in '{self.path}' ends the recovered data")
-                    return
-                yield from self._records_of(memoryview(raw), 0)
-            elif opcode in (0x03, 0x04, 0x05):
-                yield opcode, body
-
-    def _scan_meta(self) -> None:
-        count = 0
-        last = 0
-        for opcode, body in self._walk():
-            rec = BytesIO(bytes(body)) if opcode != 0x05 else None
-            if rec is not None and opcode == 0x03:
-                (key,) = struct.unpack("<H", rec.read(2))
-                self._schemas[key] = tuple(self._mcap.read_string(rec) for _ in range(3))  # type: ignore[assignment]
-            elif rec is not None and opcode == 0x04:
-                key, schema_id = struct.unpack("<HH", rec.read(4))
-                topic = self._mcap.read_string(rec)
-                encoding = self._mcap.read_string(rec)
-                metadata = self._mcap.read_bytes(rec)
-                name, fmt, text = self._schemas.get(schema_id, ("", "", ""))
-                schema = self._mcap.Schema(schema_id, name, fmt, text) if name else None
-                self._channels[key] = Connection(
-                    key,
-                    topic,
-                    name,
-                    self._mcap.get_msgdef(schema),
-                    "",
-                    0,
-                    ConnectionExtRosbag2(encoding, self._mcap.get_qos(metadata)),
-                    self,
+def _open_part(part: Path, is_ros2: bool, recover: bool, stack: ExitStack) -> Storage:
+    """Open one storage file or directory (a truncated MCAP up to its damage with ``recover``)."""
+    if recover and part.suffix == ".mcap":
+        try:
+            with part.open("rb") as stream:
+                magic = stream.read(len(MCAP_MAGIC))
+            if magic != MCAP_MAGIC:
+                msg = (
+                    f"'{part}' is not an MCAP file (no MCAP magic at its start); --recover only repairs truncated MCAP"
                 )
-            elif opcode == 0x05:
-                count += 1
-                (channel,) = struct.unpack_from("<H", body, 0)
-                conn = self._channels.get(channel)
-                if conn is not None:
-                    self._channels[channel] = conn._replace(msgcount=conn.msgcount + 1)
-                last = max(last, struct.unpack_from("<Q", body, 6)[0])
-        self.connections = list(self._channels.values())
-        self.notes.append(f"recovered {count} complete messages from truncated MCAP '{self.path}'")
-
-    def messages(self, connections: list[Connection]) -> Iterator[tuple[Connection, int, bytes]]:
-        """Yield the recovered messages of ``connections`` in log-time order."""
-        wanted = {conn.id: conn for conn in connections}
-        found = []
-        for opcode, body in self._walk():
-            if opcode == 0x05:
-                (channel,) = struct.unpack_from("<H", body, 0)
-                if channel in wanted:
-                    (log_time,) = struct.unpack_from("<Q", body, 6)
-                    found.append((log_time, channel, bytes(body[22:])))
-        found.sort(key=lambda item: item[0])
-        for log_time, channel, data in found:
-            yield wanted[channel], log_time, data
+                raise BagError(msg)
+            return recover_mcap(part)
+        except BagError:
+            raise
+        except (ValueError, KeyError, *READ_ERRORS) as error:  # type: ignore[misc]
+            raise _damaged(part, error, recover_hint=False) from None
+    try:
+        reader = open_reader(part, ros2=is_ros2)
+    except (KeyError, *READ_ERRORS) as error:  # type: ignore[misc]
+        raise _damaged(part, error, recover_hint=part.suffix == ".mcap" and not recover) from None
+    stack.callback(reader.close)
+    return storage_of(reader, part)
 
 
 def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: int = 10) -> Any:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from skelarm_ros.startup import EXECUTABLES, NODE_STOPPED, TOOL_INTERRUPTED, load, quiet_start, run_tool, start
+from skelarm_ros.startup import EXECUTABLES, NODE_STOPPED, NODES, TOOL_INTERRUPTED, load, quiet_start, run_tool, start
 
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
+    "compare": ("skelarm_ros.compare:main", "recorded commands beside a shadow run's (replay:=BAG): differences, plot"),
     "demo": ("skelarm_ros.demo:main", "run the demo: a lockstep reach with a push, recorded, converted and plotted"),
     "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
     "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
@@ -42,9 +43,21 @@ def _call(command: str, argv: list[str]) -> int:
         return run_tool(function, f"skelarm-ros {command}")
 
 
+def _stop_code(args: list[str]) -> int:
+    """Return the exit code a signal leaves, from the command line alone: a node's or a launch's, else a tool's."""
+    if args[:1] == ["run"] and len(args) > 1:
+        return NODE_STOPPED if args[1] in NODES else TOOL_INTERRUPTED
+    return NODE_STOPPED if args[:1] and args[0] in LONG_RUNNING else TOOL_INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``skelarm-ros <command> ...``."""
+    """Dispatch ``skelarm-ros <command> ...``; a signal before the command takes it over ends it quietly."""
     args = list(sys.argv[1:] if argv is None else argv)
+    with quiet_start(_stop_code(args)):
+        return _dispatch(args)
+
+
+def _dispatch(args: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="skelarm-ros",
         description="skelarm_ros tools for machines without a ROS 2 distribution.",

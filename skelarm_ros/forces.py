@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import math
-import zipfile
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,8 @@ import numpy as np
 from skelarm import StateLog
 
 from skelarm_ros.conversions import Rejected, planar_force
+from skelarm_ros.interface import WRENCH_TYPE, stamp_to_nanoseconds
+from skelarm_ros.logfile import LogFile, LogFileError, read_log
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -45,7 +46,7 @@ TIME_TOLERANCE = 1e-9
 LOG_SUFFIX = ".npz"
 CSV_SUFFIX = ".csv"
 CSV_COLUMNS = ("t", "fx", "fy")
-WRENCH_TYPES = ("geometry_msgs/msg/WrenchStamped", "geometry_msgs/WrenchStamped")
+WRENCH_TYPES = (WRENCH_TYPE, WRENCH_TYPE.replace("/msg/", "/"))  # as ROS 2 and ROS 1 name it
 _PLANE = 2
 
 
@@ -335,19 +336,23 @@ class RecordedForce:
         ForceSourceError
             If the file is missing or unreadable, or the log has no such channel.
         """
+        opened: StateLog | LogFile
         if isinstance(log, StateLog):
-            name = "the log"
+            name, opened = "the log", log
         else:
             name = f"log '{log}'"
-            log = _load_log(Path(log))
-        if channel not in log.channel_names:
+            try:
+                opened = read_log(log)
+            except LogFileError as error:
+                raise ForceSourceError(str(error)) from None
+        if channel not in opened.channel_names:
             msg = (
-                f"{name} has no '{channel}' channel (it has {log.channel_names}); "
+                f"{name} has no '{channel}' channel (it has {opened.channel_names}); "
                 f"record the tip force there or name the channel that holds it"
             )
             raise ForceSourceError(msg)
-        forces = log.channel(channel)
-        return cls(log.times + time_offset, forces, source=f"{name} channel '{channel}'")
+        forces = opened.channel(channel)
+        return cls(opened.times + time_offset, forces, source=f"{name} channel '{channel}'")
 
     @classmethod
     def from_csv(cls, path: str | Path, time_offset: float = 0.0) -> RecordedForce:
@@ -600,18 +605,6 @@ def load_force(source: str | Path, topic: str = "", time_offset: float = 0.0) ->
     return RecordedForce.from_bag(path, topic, time_offset=time_offset)
 
 
-def _load_log(path: Path) -> StateLog:
-    """Load a ``.sklog.npz`` file, turning every way it can fail into one sentence."""
-    if not path.exists():
-        msg = f"log '{path}' does not exist; give the path of a skelarm .sklog.npz log"
-        raise ForceSourceError(msg)
-    try:
-        return StateLog.load(path)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-        msg = f"log '{path}' is not a readable skelarm .sklog.npz log ({type(error).__name__}: {error}); check the file"
-        raise ForceSourceError(msg) from None
-
-
 def _read_csv(path: Path, source: str) -> list[tuple[int, list[str]]]:
     """Return the non-blank rows of a CSV file with their line numbers."""
     try:
@@ -650,11 +643,11 @@ def _read_wrenches(path: Path, topic: str) -> Iterator[tuple[int, Any]]:
                 raise ForceSourceError(msg)
             info = bag.topics[names[0]]
             if info.msgtype not in WRENCH_TYPES:
-                msg = f"{source} topic '{names[0]}' carries {info.msgtype}, not geometry_msgs/msg/WrenchStamped"
+                msg = f"{source} topic '{names[0]}' carries {info.msgtype}, not {WRENCH_TYPE}"
                 raise ForceSourceError(msg)
             for _, _, _, message in bag.messages(names[:1]):
                 stamp = message.header.stamp
-                yield stamp.sec * 1_000_000_000 + stamp.nanosec, message
+                yield stamp_to_nanoseconds(stamp.sec, stamp.nanosec), message
             skipped = bag.skipped_messages.get(names[0], 0)
             if skipped:
                 msg = (

@@ -19,7 +19,7 @@ This module imports neither rclpy nor launch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +27,17 @@ from skelarm_ros.interface import (
     BASE_FRAME,
     COMMANDS,
     JOINT_COMMANDS,
+    JOINT_STATES,
     LOCKSTEP,
     MODES,
+    TARGET,
     check_choice,
     check_count,
     check_non_negative,
+    check_positive,
     default_joint_names,
 )
+from skelarm_ros.replay import shadow_topics
 from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.urdf import skeleton_to_urdf
 
@@ -46,6 +50,9 @@ if TYPE_CHECKING:
 
 PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"
+REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
+REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
+REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
 ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 
@@ -185,6 +192,19 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "SCHED_FIFO priority (1-99) for the simulator's and the controller's threads, where the user may; "
             "0 for normal scheduling",
         ),
+        LaunchArgument(
+            "publish_clock",
+            "true",
+            "the simulator publishes its time on /clock; false for all but one of several arms on one domain",
+            BOOLEAN,
+        ),
+        LaunchArgument(
+            "replay",
+            "",
+            "recorded bag whose joint_states, target and robot_description are played in place of the simulator "
+            "(hardware:=none implied), so the controller runs in shadow; empty for none",
+        ),
+        LaunchArgument("replay_rate", "1.0", "speed factor of the replay (2 plays twice as fast as recorded)"),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
         LaunchArgument(
             "rviz",
@@ -281,6 +301,18 @@ def _existing_path(text: str, argument: str, what: str) -> str:
     return str(path.resolve())
 
 
+def _new_path(text: str, argument: str, what: str) -> str:
+    """Check before anything starts that an output can be made: it does not exist, its folder does."""
+    path = Path(text).expanduser().resolve()
+    if path.exists():
+        msg = f"{argument} '{text}' exists already; give {what} that does not exist yet (nothing is overwritten)"
+        raise GraphError(msg)
+    if not path.parent.is_dir():
+        msg = f"{argument} '{text}': the folder '{path.parent}' does not exist; create it or choose another path"
+        raise GraphError(msg)
+    return str(path)
+
+
 def rviz_config() -> Path:
     """Return the path of the rviz configuration the graph opens (``config/skelarm.rviz``)."""
     return share_directory() / RVIZ_CONFIG
@@ -304,11 +336,12 @@ class _Graph:
     command_joints: list[str]
     priority: int
     use_sim_time: bool
+    shadow: str = ""  # the bag a shadow run replays (replay:=), or empty
 
     @property
     def command_interface(self) -> str:
-        """Lockstep pairs a command with its state by stamp: only ``joint_commands`` carries one."""
-        return JOINT_COMMANDS if self.lockstep else COMMANDS
+        """Lockstep and shadow runs pair a command with its state by stamp: only ``joint_commands`` carries one."""
+        return JOINT_COMMANDS if self.lockstep or self.shadow else COMMANDS
 
     @property
     def naming(self) -> dict[str, ParameterValue]:
@@ -330,7 +363,8 @@ class _Graph:
 def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     """Check every launch argument (one sentence per problem) and load the scenario."""
     values = resolve_arguments(arguments)
-    simulate = values["hardware"] == "sim"
+    shadow = _check_replay(values)
+    simulate = values["hardware"] == "sim" and not shadow
     lockstep = values["mode"] == LOCKSTEP
     duration = _checked(check_non_negative, "duration", values["duration"])
     if not simulate and lockstep:
@@ -370,11 +404,12 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         duration=duration,
         controller=controller,
         force_source=force_source,
-        record=str(Path(values["record"]).expanduser().resolve()) if values["record"] else "",
+        record=_new_path(values["record"], "record", "a bag folder to create") if values["record"] else "",
         joint_names=joint_names,
         command_joints=command_joints,
         priority=_checked(check_count, "thread_priority", values["thread_priority"], 99),
         use_sim_time=_flag(values, "use_sim_time"),
+        shadow=shadow,
     )
 
 
@@ -391,7 +426,8 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     -------
     list[NodeSpec]
         The nodes to start, in start order: simulator, controller, force replay,
-        recorder, robot_state_publisher, rviz2 (each only when asked for).
+        recorder, player (``replay``), robot_state_publisher, rviz2 (each only when
+        asked for).
 
     Raises
     ------
@@ -410,12 +446,13 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     if graph.record:
         # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
         specs.append(graph.node("recorder", {"output": graph.record, "storage": graph.values["record_storage"]}))
+    if graph.shadow:
+        specs.append(_player(graph))
     if _flag(graph.values, "rviz"):
         names = graph.joint_names or default_joint_names(graph.arm.num_joints)
+        remap = graph.simulate or bool(graph.shadow)  # the simulator or the player publishes robot_description
         specs.extend(
-            _visualisation(
-                graph.arm.skeleton, names, graph.namespace, graph.use_sim_time, remap_description=graph.simulate
-            )
+            _visualisation(graph.arm.skeleton, names, graph.namespace, graph.use_sim_time, remap_description=remap)
         )
     return specs
 
@@ -428,7 +465,7 @@ def _simulator(graph: _Graph) -> NodeSpec:
         "mode": graph.values["mode"],
         "duration": graph.duration,
         "command_interface": graph.command_interface,
-        "publish_clock": True,
+        "publish_clock": _flag(graph.values, "publish_clock"),
         "wait_for_wrench": graph.lockstep and bool(graph.force_source),
         "min_subscribers": readers,
         "wait_for_controller": graph.controller,
@@ -441,6 +478,7 @@ def _controller(graph: _Graph) -> NodeSpec:
     parameters: dict[str, ParameterValue] = {
         "scenario": graph.scenario,
         "command_interface": graph.command_interface,
+        "reliable_states": graph.lockstep,  # lockstep answers every state; realtime takes any driver's
         "thread_priority": graph.priority,
     }
     if graph.simulate:
@@ -448,6 +486,9 @@ def _controller(graph: _Graph) -> NodeSpec:
         # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
         parameters["min_subscribers"] = 1 + int(bool(graph.record))
         parameters["min_channel_subscribers"] = int(bool(graph.record))
+    elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
+        parameters.update(reliable_states=True, qos_depth=REPLAY_DEPTH)
+        parameters["min_subscribers"] = parameters["min_channel_subscribers"] = int(bool(graph.record))
     if graph.command_joints:
         parameters["command_joints"] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
@@ -466,6 +507,48 @@ def _force_replay(graph: _Graph) -> NodeSpec:
     if graph.values["force_topic"]:
         parameters["topic"] = graph.values["force_topic"]
     return graph.node("force_replay", parameters)
+
+
+def _check_replay(values: Mapping[str, str]) -> str:
+    """Return the bag a shadow run replays (empty for none), checking that no simulator argument comes with it."""
+    if not values["replay"]:
+        return ""
+    clashing = [f"mode:={values['mode']}"] if values["mode"] != "realtime" else []
+    if _checked(check_non_negative, "duration", values["duration"]) > 0.0:
+        clashing.append(f"duration:={values['duration']}")
+    if values["force_source"]:
+        clashing.append(f"force_source:={values['force_source']}")
+    if clashing:
+        msg = (
+            f"replay plays a recorded run in place of the simulator, so {', '.join(clashing)} does not apply; "
+            "leave it out (the graph ends when the bag is played out)"
+        )
+        raise GraphError(msg)
+    _checked(check_positive, "replay_rate", values["replay_rate"], "a speed factor")
+    return _existing_path(values["replay"], "replay", "a recorded bag")
+
+
+def _player(graph: _Graph) -> NodeSpec:
+    """Return the player of a shadow run: the recorded arm topics into the graph's namespace; it ends the graph."""
+    try:
+        topics = shadow_topics(graph.shadow, graph.namespace)
+    except ValueError as error:
+        raise GraphError(str(error)) from None
+    recorder = int(bool(graph.record))
+    wanted = {
+        JOINT_STATES: int(graph.controller) + recorder + int(graph.values["extra_readers"]),
+        TARGET: int(graph.controller) + recorder,
+    }
+    readers = {relative: wanted[relative] for _, relative in topics if relative in wanted}
+    arguments = [graph.shadow, "--topics", *(name for name, _ in topics), "--remap"]
+    arguments += [f"{name}:={relative}" for name, relative in topics]
+    arguments += ["--rate", graph.values["replay_rate"], "--wait-for-subscribers"]
+    arguments += [f"{topic}:={count}" for topic, count in readers.items()]
+    # Every state reaches its readers before the player exits and the graph ends.
+    arguments += ["--wait-for-all-acked", str(round(REPLAY_ACK_TIMEOUT * 1000)), "--progress-bar-update-rate", "1"]
+    if graph.use_sim_time:
+        arguments += ["--clock", str(REPLAY_CLOCK_HZ)]
+    return replace(graph.node("player", {}, ends_graph=True), arguments=tuple(arguments))
 
 
 def _visualisation(

@@ -24,7 +24,10 @@ This module imports neither rclpy nor launch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,6 +41,7 @@ from typing import IO, TYPE_CHECKING
 import yaml
 
 from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
+from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -141,11 +145,16 @@ def find_executable(package: str, executable: str) -> list[str] | None:
 
 @dataclass
 class Planned:
-    """One process to start: a label for its output, its command, and whether its exit ends the graph."""
+    """One process to start: a label for its output, its command, and whether its exit ends the graph.
+
+    ``own`` marks this package's executables: they start with SIGINT and SIGTERM
+    blocked until their handlers are in place (:func:`skelarm_ros.startup.take_signals`).
+    """
 
     label: str
     command: list[str]
     ends_graph: bool = False
+    own: bool = False
 
 
 def plan(
@@ -192,7 +201,7 @@ def plan(
         with params_file.open("w", encoding="utf-8") as stream:
             yaml.safe_dump(parameters_document(spec), stream, default_flow_style=False)
         command = [*start, *spec.arguments, *ros_arguments(spec, params_file)]
-        planned.append(Planned(label, command, spec.ends_graph))
+        planned.append(Planned(label, command, spec.ends_graph, own=spec.package == PACKAGE))
     return planned
 
 
@@ -239,7 +248,17 @@ class Runner:
 
     def _start(self, planned: Planned) -> _Process:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        popen = subprocess.Popen(
+        with started_blocked() if planned.own else contextlib.nullcontext():
+            popen = self._popen(planned, env)
+        assert popen.stdout is not None
+        reader = threading.Thread(target=self._forward, args=(planned.label, popen.stdout), daemon=True)
+        reader.start()
+        self.say(_LABEL, f"started {planned.label} (pid {popen.pid})")
+        return _Process(planned, popen, reader)
+
+    @staticmethod
+    def _popen(planned: Planned, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             planned.command,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -247,11 +266,6 @@ class Runner:
             env=env,
             process_group=0,  # Ctrl-C reaches the launcher only, which then stops each node once
         )
-        assert popen.stdout is not None
-        reader = threading.Thread(target=self._forward, args=(planned.label, popen.stdout), daemon=True)
-        reader.start()
-        self.say(_LABEL, f"started {planned.label} (pid {popen.pid})")
-        return _Process(planned, popen, reader)
 
     def run(self, planned: Sequence[Planned]) -> int:
         """Run the processes until one ends the graph, one fails, all exit, or a stop is requested.
@@ -335,17 +349,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 when the graph ended cleanly, 1 when a node failed, 2 on a usage error.
+        0 when the graph ended cleanly (also when stopped by SIGINT or SIGTERM), 1 when
+        a node failed, 2 on a usage error.
     """
     parser = argparse.ArgumentParser(
         prog="skelarm-ros launch",
         description="Start the nodes of sim.launch.py as processes, as `ros2 launch skelarm_ros sim.launch.py` does.",
     )
-    parser.add_argument("graph", help=f"the launch file: {', '.join(GRAPHS)} (or sim.launch.py)")
+    parser.add_argument("graph", nargs="?", help=f"the launch file: {', '.join(GRAPHS)} (or sim.launch.py)")
     parser.add_argument("arguments", nargs="*", metavar="name:=value", help="launch arguments")
     parser.add_argument("-s", "--show-args", action="store_true", help="list the launch arguments and exit")
-    parser.add_argument("--dry-run", action="store_true", help="print each node's command and parameters, start none")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print each node's command (its parameter file kept), start none"
+    )
     options = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if options.graph is None:
+        print(
+            f"skelarm-ros launch: name the launch file ({', '.join(GRAPHS)}), for example: "
+            "skelarm-ros launch sim mode:=lockstep duration:=2.0",
+            file=sys.stderr,
+        )
+        return 2
     graph = options.graph.removesuffix(".launch.py")
     if graph not in GRAPHS:
         print(f"skelarm-ros launch: no launch file '{options.graph}'; choose from {', '.join(GRAPHS)}", file=sys.stderr)
@@ -354,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Arguments (pass arguments as '<name>:=<value>'):\n")
         _show_arguments(sys.stdout)
         return 0
+    if options.dry_run:
+        return _dry_run(GRAPHS[graph], options.arguments)
     runner = Runner()
     with tempfile.TemporaryDirectory(prefix="skelarm-ros-launch-") as directory:
         try:
@@ -362,18 +388,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (GraphError, LaunchError) as error:
             print(f"skelarm-ros launch: {error}", file=sys.stderr)
             return 2
-        if options.dry_run:
-            for item in planned:
-                print(" ".join(item.command))
-                params = Path(item.command[item.command.index("--params-file") + 1])
-                print("    " + params.read_text(encoding="utf-8").replace("\n", "\n    ").rstrip())
-            return 0
         previous = {signum: signal.signal(signum, runner.request_stop) for signum in (signal.SIGINT, signal.SIGTERM)}
         try:
             return runner.run(planned)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _dry_run(describe: Callable[[dict[str, str]], list[NodeSpec]], arguments: Sequence[str]) -> int:
+    """Print each node's command line; its parameter file stays where it is, so the command runs as printed."""
+    directory = Path(tempfile.mkdtemp(prefix="skelarm-ros-launch-"))
+    notes: list[str] = []
+    try:
+        planned = plan(describe(parse_assignments(arguments)), directory, report=notes.append)
+    except (GraphError, LaunchError) as error:
+        shutil.rmtree(directory, ignore_errors=True)
+        print(f"skelarm-ros launch: {error}", file=sys.stderr)
+        return 2
+    try:
+        for note in notes:
+            print(f"# {note}")
+        print(f"# the parameter files are kept in {directory}")
+        for item in planned:
+            print(" ".join(shlex.quote(word) for word in item.command))
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+    except BrokenPipeError:  # the reader (head, a pager) stopped reading: nothing more to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":

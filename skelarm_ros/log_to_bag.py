@@ -24,7 +24,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,23 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags import qos_profile
-from skelarm_ros.interface import NANOSECONDS, POINT_CHANNELS, default_joint_names
+from skelarm_ros.interface import (
+    BASE_FRAME,
+    JOINT_COMMANDS,
+    JOINT_STATE_TYPE,
+    JOINT_STATES,
+    NANOSECONDS,
+    POINT_CHANNELS,
+    POINT_TYPE,
+    ROBOT_DESCRIPTION,
+    STRING_TYPE,
+    TIP_WRENCH,
+    WRENCH_TYPE,
+    channel_topic,
+    default_joint_names,
+    nanoseconds_to_stamp,
+)
+from skelarm_ros.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
@@ -50,30 +65,14 @@ class LogError(ValueError):
     """A log that cannot be written as a bag; the message names the problem and the fix."""
 
 
-def read_log(path: str | Path) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
-    """Read a ``.sklog.npz``'s metadata and arrays without building per-frame records.
-
-    Raises
-    ------
-    LogError
-        If the file is missing or not a skelarm log.
-    """
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            meta = tomllib.loads(str(archive["__meta__"]))
-            arrays = {name: archive[name] for name in archive.files if name != "__meta__"}
-    except FileNotFoundError:
-        msg = f"log '{path}' does not exist; pass a skelarm .sklog.npz file"
-        raise LogError(msg) from None
-    except (OSError, ValueError, KeyError, tomllib.TOMLDecodeError) as error:
-        msg = f"'{path}' is not a skelarm .sklog.npz log ({error}); pass a file written by StateLog.save"
-        raise LogError(msg) from None
-    return meta, arrays
-
-
 def _time(typestore: Any, ns: int) -> Any:
-    return typestore.types["builtin_interfaces/msg/Time"](sec=ns // NANOSECONDS, nanosec=ns % NANOSECONDS)
+    sec, nanosec = nanoseconds_to_stamp(ns)
+    return typestore.types["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec)
+
+
+def _topic(name: str) -> str:
+    """Return a topic of the contract as a bag names it (absolute, in the root namespace)."""
+    return "/" + name
 
 
 def log_to_bag(
@@ -109,13 +108,11 @@ def log_to_bag(
     if storage not in STORAGES:
         msg = f"unknown storage '{storage}'; choose from {list(STORAGES)}"
         raise LogError(msg)
-    if isinstance(log, skelarm.StateLog):
-        arrays = log.to_arrays()
-        meta: dict[str, Any] = {"extra": log.extra, "channels": log.channel_meta}
-        if log._skeleton_dict is not None:
-            meta["skeleton"] = log._skeleton_dict
-    else:
-        meta, arrays = read_log(log)
+    try:
+        contents = LogFile.from_state_log(log) if isinstance(log, skelarm.StateLog) else read_log(log)
+    except LogFileError as error:
+        raise LogError(str(error)) from None
+    meta, arrays = contents.meta, contents.arrays
     for key in ("time", "q", "dq", "tau"):
         if key not in arrays:
             msg = f"the log has no '{key}' channel; log_to_bag needs time, q, dq and tau"
@@ -156,7 +153,7 @@ def _write(  # noqa: PLR0917
     store = get_typestore(Stores.ROS2_JAZZY)
     types = store.types
     header = types["std_msgs/msg/Header"]
-    joint_state = types["sensor_msgs/msg/JointState"]
+    joint_state = types[JOINT_STATE_TYPE]
     empty = np.zeros(0)
     q, dq, tau = (np.asarray(arrays[k], dtype=np.float64).reshape(len(stamps), -1) for k in ("q", "dq", "tau"))
     applied = np.vstack([np.zeros((1, q.shape[1])), tau[:-1]])  # effort at frame k: tau[k-1]
@@ -169,19 +166,15 @@ def _write(  # noqa: PLR0917
     columns = {name: info.get("columns") for name, info in meta.get("channels", {}).items()}
     count = 0
     with Writer(path, version=9, storage_plugin=plugin) as writer:
-        conn_state = writer.add_connection("/joint_states", joint_state.__msgtype__, typestore=store)
-        conn_cmd = writer.add_connection("/joint_commands", joint_state.__msgtype__, typestore=store)
+        conn_state = writer.add_connection(_topic(JOINT_STATES), JOINT_STATE_TYPE, typestore=store)
+        conn_cmd = writer.add_connection(_topic(JOINT_COMMANDS), JOINT_STATE_TYPE, typestore=store)
         conn_force = (
-            writer.add_connection("/tip_wrench", "geometry_msgs/msg/WrenchStamped", typestore=store)
-            if force is not None
-            else None
+            writer.add_connection(_topic(TIP_WRENCH), WRENCH_TYPE, typestore=store) if force is not None else None
         )
         conn_channels = {
             name: writer.add_connection(
-                f"/controller/{name}",
-                "geometry_msgs/msg/PointStamped"
-                if name in POINT_CHANNELS and value.ndim == 2 and value.shape[1] == 2
-                else joint_state.__msgtype__,
+                _topic(channel_topic(name)),
+                POINT_TYPE if name in POINT_CHANNELS and value.ndim == 2 and value.shape[1] == 2 else JOINT_STATE_TYPE,
                 typestore=store,
             )
             for name, value in channels.items()
@@ -189,12 +182,12 @@ def _write(  # noqa: PLR0917
         if "skeleton" in meta:
             skeleton = skelarm.Skeleton.from_dict(meta["skeleton"])
             conn = writer.add_connection(
-                "/robot_description",
-                "std_msgs/msg/String",
+                _topic(ROBOT_DESCRIPTION),
+                STRING_TYPE,
                 typestore=store,
                 offered_qos_profiles=[qos_profile(transient_local=True, depth=1)],
             )
-            text = types["std_msgs/msg/String"](data=skeleton_to_urdf(skeleton, names))
+            text = types[STRING_TYPE](data=skeleton_to_urdf(skeleton, names))
             writer.write(conn, int(stamps[0]), store.serialize_cdr(text, text.__msgtype__))
             count += 1
         vector = types["geometry_msgs/msg/Vector3"]
@@ -206,8 +199,8 @@ def _write(  # noqa: PLR0917
             writer.write(conn_cmd, stamp, store.serialize_cdr(msg, msg.__msgtype__))
             count += 2
             if conn_force is not None and force is not None:
-                wrench = types["geometry_msgs/msg/WrenchStamped"](
-                    header=header(stamp=_time(store, stamp), frame_id="base"),
+                wrench = types[WRENCH_TYPE](
+                    header=header(stamp=_time(store, stamp), frame_id=BASE_FRAME),
                     wrench=types["geometry_msgs/msg/Wrench"](
                         force=vector(x=float(force[k][0]), y=float(force[k][1]), z=0.0),
                         torque=vector(x=0.0, y=0.0, z=0.0),
@@ -217,7 +210,7 @@ def _write(  # noqa: PLR0917
                 count += 1
             for name, conn in conn_channels.items():
                 value = channels[name][k]
-                if conn.msgtype == "geometry_msgs/msg/PointStamped":
+                if conn.msgtype == POINT_TYPE:
                     point = types["geometry_msgs/msg/Point"](x=float(value[0]), y=float(value[1]), z=0.0)
                     out: Any = types[conn.msgtype](header=head, point=point)
                 else:

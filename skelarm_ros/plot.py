@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import tomllib
 import warnings
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +34,7 @@ import skelarm
 from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 
 from skelarm_ros.engine import sync_skeleton
+from skelarm_ros.logfile import LogFileError, read_log
 from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
 from skelarm_ros.scenario import ScenarioError, load_arm
 
@@ -66,16 +65,10 @@ def load_log(path: str | Path) -> skelarm.StateLog:
         If the file is missing, is not a StateLog, has no frames, or has no ``q``.
     """
     file = Path(path)
-    if not file.is_file():
-        msg = f"log file '{file}' does not exist; pass a .sklog.npz written by skelarm or bag_to_log"
-        raise PlotError(msg)
     try:
-        log = skelarm.StateLog.load(file)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, tomllib.TOMLDecodeError) as error:
-        msg = (
-            f"log file '{file}' is not a readable skelarm StateLog ({type(error).__name__}: {error}); pass a .sklog.npz"
-        )
-        raise PlotError(msg) from None
+        log = read_log(file).state_log()
+    except LogFileError as error:
+        raise PlotError(str(error)) from None
     if "q" not in log.channel_names:
         msg = f"log file '{file}' has no 'q' channel (joint angles), only {log.channel_names}; a run needs q to plot"
         raise PlotError(msg)
@@ -159,6 +152,55 @@ def _draw_series(ax: Axes, t: NDArray[np.float64], values: NDArray[np.float64], 
         ax.plot(t, values[:, k], color=f"C{k % 10}", label=name, **style)
 
 
+def _draw_angles(
+    ax: Axes, t: NDArray[np.float64], q: NDArray[np.float64], q_ref: NDArray[np.float64] | None, joints: list[str]
+) -> None:
+    _draw_series(ax, t, np.rad2deg(q), joints)
+    if q_ref is not None and q_ref.shape == q.shape:
+        _draw_series(ax, t, np.rad2deg(q_ref), [f"{name} ref" for name in joints], ls="--", lw=0.9)
+    ax.set_ylabel("joint angle (deg)")
+    ax.set_title("Joint angles")
+
+
+def _draw_torques(
+    ax: Axes, t: NDArray[np.float64], tau: NDArray[np.float64] | None, width: int, joints: list[str]
+) -> None:
+    if tau is not None and tau.shape[1] == width:
+        _draw_series(ax, t, tau, joints)
+    else:
+        ax.text(0.5, 0.5, "no torque recorded", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("torque (N*m)")
+    ax.set_title("Joint torques")
+
+
+def _draw_force(ax: Axes, t: NDArray[np.float64], force: NDArray[np.float64], columns: list[str]) -> None:
+    names = columns if force.shape[1] != 2 else ["fx", "fy"]
+    for k, name in enumerate(names):
+        ax.plot(t, force[:, k], color=_FORCE_COLORS[k % 3], label=name)
+    if force.shape[1] == 2:
+        ax.plot(t, np.hypot(force[:, 0], force[:, 1]), color="black", lw=0.9, ls=":", label="|F|")
+    ax.set_ylabel("force (N)")
+    ax.set_title("External tip force (base frame)")
+
+
+def _draw_distance(ax: Axes, t: NDArray[np.float64], tips: NDArray[np.float64], goal: Goal) -> None:
+    ax.plot(t, np.hypot(*(tips - goal.position).T), color="tab:red", label="tip to target")
+    if goal.tolerance:
+        ax.axhline(goal.tolerance, color=_safe_color(goal.color), ls="--", lw=1.0, label="tolerance")
+    ax.set_ylabel("distance (m)")
+    ax.set_title("Tip distance to the target")
+
+
+def _finish_axes(axes: list[Axes]) -> None:
+    """Grid and legend on every panel; the time axis labelled on the last only."""
+    for ax in axes:
+        ax.grid(True, alpha=0.4)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
+    axes[-1].set_xlabel("time (s)")
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+
+
 def plot_log(
     log: skelarm.StateLog,
     *,
@@ -204,17 +246,8 @@ def plot_log(
     angle_ax = figure.add_subplot(grid[0, column])
     axes = [angle_ax] + [figure.add_subplot(grid[row, column], sharex=angle_ax) for row in range(1, rows)]
 
-    _draw_series(angle_ax, t, np.rad2deg(q), joints)
-    if q_ref is not None and q_ref.shape == q.shape:
-        _draw_series(angle_ax, t, np.rad2deg(q_ref), [f"{name} ref" for name in joints], ls="--", lw=0.9)
-    angle_ax.set_ylabel("joint angle (deg)")
-    angle_ax.set_title("Joint angles")
-    if tau is not None and tau.shape[1] == q.shape[1]:
-        _draw_series(axes[1], t, tau, joints)
-    else:
-        axes[1].text(0.5, 0.5, "no torque recorded", ha="center", va="center", transform=axes[1].transAxes)
-    axes[1].set_ylabel("torque (N*m)")
-    axes[1].set_title("Joint torques")
+    _draw_angles(angle_ax, t, q, q_ref, joints)
+    _draw_torques(axes[1], t, tau, q.shape[1], joints)
     tips = None
     if plane:
         assert skeleton is not None
@@ -224,27 +257,11 @@ def plot_log(
         )
     if lower == "force":
         assert force is not None
-        names = _columns(log, "ext_force", force.shape[1], "f") if force.shape[1] != 2 else ["fx", "fy"]
-        for k, name in enumerate(names):
-            axes[2].plot(t, force[:, k], color=_FORCE_COLORS[k % 3], label=name)
-        if force.shape[1] == 2:
-            axes[2].plot(t, np.hypot(force[:, 0], force[:, 1]), color="black", lw=0.9, ls=":", label="|F|")
-        axes[2].set_ylabel("force (N)")
-        axes[2].set_title("External tip force (base frame)")
+        _draw_force(axes[2], t, force, _columns(log, "ext_force", force.shape[1], "f"))
     elif lower == "distance":
         assert tips is not None
-        goal = active[0]
-        axes[2].plot(t, np.hypot(*(tips - goal.position).T), color="tab:red", label="tip to target")
-        if goal.tolerance:
-            axes[2].axhline(goal.tolerance, color=_safe_color(goal.color), ls="--", lw=1.0, label="tolerance")
-        axes[2].set_ylabel("distance (m)")
-        axes[2].set_title("Tip distance to the target")
-    for ax in axes:
-        ax.grid(True, alpha=0.4)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
-    axes[-1].set_xlabel("time (s)")
-    for ax in axes[:-1]:
-        ax.tick_params(labelbottom=False)
+        _draw_distance(axes[2], t, tips, active[0])
+    _finish_axes(axes)
     producer = log.producer or "unknown producer"
     heading = f"{title}: {producer}" if title else producer
     figure.suptitle(f"{heading}, {len(log)} frames over {t[-1] - t[0]:.3g} s")

@@ -48,9 +48,10 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.interface import NANOSECONDS
+from skelarm_ros.rosbags_adapter import commit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from rosbags.interfaces import Connection
 
@@ -494,14 +495,14 @@ class Recording:
         try:
             writer = Writer(self.path, version=BAG_VERSION, storage_plugin=STORAGES[self.storage])
             writer.open()
-            commit = rosbags_writer_as_rosbag2(writer, self.distro)
+            rosbags_writer_as_rosbag2(writer, self.distro)
         except Exception as error:  # any failure to create the bag is the start's error
             self._error = error
             self._opened.set()
             return
         self._opened.set()
         try:
-            self._drain(writer, commit)
+            self._drain(writer)
             for key, value in self._custom_data().items():
                 writer.set_custom_data(key, value)
             writer.close()
@@ -511,7 +512,7 @@ class Recording:
             if writer.storage is not None:
                 writer.abort()
 
-    def _drain(self, writer: Writer, commit: Callable[[], None]) -> None:
+    def _drain(self, writer: Writer) -> None:
         """Write queued items until the queue is closed and empty; commit every ``flush_interval``."""
         connections: dict[int, Connection] = {}
         next_commit = time.monotonic() + self.flush_interval
@@ -527,7 +528,7 @@ class Recording:
                 self._written += 1
             self._queue.done(size)
             if time.monotonic() >= next_commit:
-                commit()
+                commit(writer)  # sqlite3: what is committed survives a SIGKILL (MCAP writes whole chunks)
                 next_commit = time.monotonic() + self.flush_interval
             if closed and not items:
                 return
@@ -554,20 +555,18 @@ class Recording:
 # -- rosbags' writer, made to write what rosbag2 writes -----------------------------------------------------
 
 
-def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> Callable[[], None]:
-    """Make an open rosbags ``Writer`` write what rosbag2 writes; return its storage's commit.
+def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> None:
+    """Make an open rosbags ``Writer`` write what rosbag2 writes.
 
     rosbags 0.11 writes ``ros_distro: rosbags`` (in ``metadata.yaml``, in the metadata
     it stores inside the bag file, and in the sqlite3 ``schema`` table) and MCAP
     channels without ``topic_type_hash``. This is the one place that reaches into
     rosbags' writer for it (its storage objects are not public API):
 
-    - sqlite3 (``Sqlite3Writer``): the ``schema`` row gets ``distro``; the returned
-      function commits its connection (``storage.conn``), so what is written survives
-      a SIGKILL;
+    - sqlite3 (``Sqlite3Writer``): the ``schema`` row gets ``distro`` (through its
+      connection, ``storage.conn``);
     - MCAP (``McapWriter``): each channel gets ``topic_type_hash`` (the connection's
       digest) beside ``offered_qos_profiles``, as rosbag2_storage_mcap writes them;
-      the returned function does nothing (rosbags writes whole chunks of 1 MiB);
     - both: the serialized metadata the storage keeps, and ``metadata.yaml`` when the
       writer closes, say ``ros_distro: <distro>``.
 
@@ -617,7 +616,6 @@ def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> Callable[[], None]
 
     if isinstance(storage, Sqlite3Writer):
         storage.conn.execute("UPDATE schema SET ros_distro = ?", (distro,))
-        commit: Callable[[], None] = storage.conn.commit
     elif isinstance(storage, storage_mcap.McapWriter):
 
         def add_channel(connection: Connection, offered_qos_profiles: str) -> None:
@@ -634,14 +632,9 @@ def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> Callable[[], None]
             storage_mcap.write_channel(storage.chunk.bio, channel, storage.schemas)
 
         storage.add_connection = add_channel  # type: ignore[method-assign]
-
-        def commit() -> None:
-            return None
-
     else:
         msg = f"rosbags' Writer opened a {type(storage).__name__}, which this does not know; use the pinned rosbags"
         raise RecordingError(msg)
     original_writer_close = writer.close
     storage.close = close_storage  # type: ignore[method-assign]
     writer.close = close_writer  # type: ignore[method-assign]
-    return commit

@@ -42,12 +42,14 @@ NODES = {
     "controller": "skelarm_ros.nodes.controller:main",
     "force_replay": "skelarm_ros.nodes.force_replay:main",
     "recorder": "skelarm_ros.nodes.recorder:main",
+    "player": "skelarm_ros.nodes.player:main",
 }
 """Node executables and the ``main`` each runs."""
 
 TOOLS = {
     "bag_to_log": "skelarm_ros.bag_to_log:main",
     "log_to_bag": "skelarm_ros.log_to_bag:main",
+    "identify": "skelarm_ros.identify:main",
 }
 """One-shot tool executables and the ``main`` each runs."""
 
@@ -81,11 +83,36 @@ def quiet_start(code: int) -> Iterator[None]:
     previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     for signum in STOP_SIGNALS:
         signal.signal(signum, end_quietly(code))
+    take_signals()
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def take_signals() -> None:
+    """Unblock SIGINT and SIGTERM, now that handlers are in place; one that arrived meanwhile is handled now.
+
+    ``skelarm-ros launch`` starts the package's executables with both signals blocked
+    (:func:`started_blocked`), so a stop that comes while the interpreter itself starts
+    waits for this point instead of interrupting Python's own start-up.
+    """
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+@contextlib.contextmanager
+def started_blocked() -> Iterator[None]:
+    """Block SIGINT and SIGTERM in this thread while a child process is started, so the child starts with them blocked.
+
+    Only for the package's own executables: they unblock them once their handlers are
+    in place (:func:`take_signals`); any other program would never take a signal.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def interrupt_as_keyboard_interrupt() -> None:

@@ -113,6 +113,13 @@ def keep_all() -> Any:
     return QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
 
 
+def best_effort(depth: int = 1000) -> Any:
+    """Best-effort, keep-last QoS: a probe that reads a best-effort (sensor-data) publisher."""
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
 def stamp_ns(message: Any) -> int:
     """A stamped message's header stamp in nanoseconds."""
     return message.header.stamp.sec * NS + message.header.stamp.nanosec

@@ -6,6 +6,7 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   order (the arm's joints reversed), ``position`` and ``velocity`` present, ``effort``
   absent, stamped with the wall clock, at its own rate (parameter ``rate``, 500 Hz) on a
   wall timer;
+- ``reliability:=best_effort`` publishes and subscribes best effort (sensor-data QoS);
 - ``command_interface:=commands``: takes ``effort_controller/commands``
   (std_msgs/Float64MultiArray) in the order of its ``joints`` parameter, as
   ``JointGroupEffortController`` does; ``command_interface:=joint_commands``: takes
@@ -51,6 +52,8 @@ class StandInDriver(Node):
         joints = list(self.declare_parameter("joints", Parameter.Type.STRING_ARRAY).value or arm_joints)
         self.interface = self.declare_parameter("command_interface", "commands").value
         rate = float(self.declare_parameter("rate", 500.0).value)
+        # best_effort: sensor-data QoS, as many real arms' drivers and simulators' bridges publish
+        reliable = self.declare_parameter("reliability", "reliable").value == "reliable"
         arm = load_arm(scenario or None)
         assert len(arm_joints) == arm.num_joints and sorted(joints) == sorted(arm_joints)
         self.engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
@@ -62,7 +65,9 @@ class StandInDriver(Node):
         self.ignored = 0
         self._wall = Clock(clock_type=ClockType.SYSTEM_TIME)
         self._origin_ns = self._wall.now().nanoseconds
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        qos = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
+        )
         self.state_pub = self.create_publisher(JointState, "joint_states", qos)
         if self.interface == "joint_commands":
             self.create_subscription(JointState, "joint_commands", self._on_joint_commands, qos)

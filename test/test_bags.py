@@ -15,16 +15,32 @@ from hypothesis import strategies as st
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
+from skelarm_ros import bag_to_log as bag_to_log_module
 from skelarm_ros import cli
-from skelarm_ros.bag_to_log import ConversionError, bag_to_log, main
+from skelarm_ros.bag_to_log import (
+    Collected,
+    ConversionError,
+    Samples,
+    TopicPlan,
+    align,
+    bag_to_log,
+    collect,
+    log_extra,
+    main,
+    plan_topics,
+    resolve_skeleton,
+)
 from skelarm_ros.bags import Bag, BagError, open_bag, read_messages
 from skelarm_ros.log_to_bag import LogError, log_to_bag
+from skelarm_ros.scenario import load_arm
 from skelarm_ros.urdf import skeleton_from_urdf, skeleton_to_urdf
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 T = STORE.types
 FIXTURES = BAGS / "format_fixtures"
 AERIAL = BAGS / "aerial_servo_arm"
+WRENCH = "geometry_msgs/msg/WrenchStamped"
+POINT = "geometry_msgs/msg/PointStamped"
 
 
 def need(path: Path) -> Path:
@@ -489,3 +505,274 @@ def test_simulated_time_starting_at_zero_keeps_its_zero_stamp(tmp_path):
     np.testing.assert_array_equal(log.channel("tau")[:, 0], np.arange(10.0))
     np.testing.assert_array_equal(log.channel("ext_force")[:, 0], np.arange(10.0))
     assert log.extra["counts"]["stamp_fallbacks"] == 0
+
+
+# ----------------------------------------------------------------------------- the stages, one at a time
+
+
+def point(ns: int, x: float, y: float):
+    return T["geometry_msgs/msg/PointStamped"](
+        header=T["std_msgs/msg/Header"](stamp=stamp(ns), frame_id="base"),
+        point=T["geometry_msgs/msg/Point"](x=x, y=y, z=0.0),
+    )
+
+
+def text(data: str):
+    return T["std_msgs/msg/String"](data=data)
+
+
+def two_arm_bag(path: Path) -> Path:
+    """Two arms under /arm1 and /arm2, with commands of both kinds, controller channels and a description."""
+    messages = [("/robot_description", 1, text("<robot name='arm'/>"))]
+    for arm in ("/arm1", "/arm2"):
+        messages += [
+            (f"{arm}/joint_states", 10, joint_state(10, ["a"], [1.0])),
+            (f"{arm}/effort_controller/commands", 11, float_array([1.0])),
+            (f"{arm}/tip_wrench", 12, wrench(10, 1.0, 2.0)),
+            (f"{arm}/controller/equilibrium", 13, point(10, 0.5, 0.5)),
+            (f"{arm}/controller/stiffness", 14, joint_state(10, ["stiffness"], [3.0])),
+            (f"{arm}/controller/bad-name", 15, joint_state(10, ["x"], [0.0])),  # not a channel name
+            (f"{arm}/controller/note", 16, text("hello")),  # not a channel type
+        ]
+    messages.append(("/arm1/joint_commands", 17, joint_state(10, ["a"], [], [], [5.0])))
+    return write_bag(path, messages)
+
+
+def test_plan_finds_the_topics_beside_the_chosen_joint_states(tmp_path):
+    with open_bag(two_arm_bag(tmp_path / "bag")) as bag:
+        with pytest.raises(ConversionError, match="has 2 sensor_msgs/msg/JointState topics"):
+            plan_topics(bag)  # controller/stiffness is a JointState too, but never a joint-state candidate
+        one = plan_topics(bag, joint_topic="arm1/joint_states")
+        two = plan_topics(bag, joint_topic="/arm2/joint_states", read_description=False)
+        given = plan_topics(bag, joint_topic="/arm2/joint_states", command_topic="/arm1/joint_commands")
+    assert one == TopicPlan(
+        joint_topic="/arm1/joint_states",
+        joint_type="sensor_msgs/msg/JointState",
+        command_topic="/arm1/joint_commands",  # joint_commands before effort_controller/commands
+        command_type="sensor_msgs/msg/JointState",
+        command_auto=True,
+        wrench_topic="/arm1/tip_wrench",
+        wrench_auto=True,
+        controller={"equilibrium": "/arm1/controller/equilibrium", "stiffness": "/arm1/controller/stiffness"},
+        description="/robot_description",
+    )
+    assert one.wanted == [
+        "/arm1/joint_states",
+        "/arm1/joint_commands",
+        "/arm1/tip_wrench",
+        "/arm1/controller/equilibrium",
+        "/arm1/controller/stiffness",
+        "/robot_description",
+    ]
+    assert (two.command_topic, two.command_type) == (
+        "/arm2/effort_controller/commands",
+        "std_msgs/msg/Float64MultiArray",
+    )
+    assert two.description is None and "/robot_description" not in two.wanted  # a scenario gives the arm
+    assert set(two.controller.values()) == {"/arm2/controller/equilibrium", "/arm2/controller/stiffness"}
+    assert (given.command_topic, given.command_auto) == ("/arm1/joint_commands", False)
+
+
+def test_plan_without_commands_or_wrench_leaves_them_out(tmp_path):
+    bag = write_bag(tmp_path / "bag", [("/joint_states", 10, joint_state(10, ["a"], [1.0]))])
+    with open_bag(bag) as opened:
+        plan = plan_topics(opened)
+    assert plan == TopicPlan("/joint_states", "sensor_msgs/msg/JointState")
+    assert plan.wanted == ["/joint_states"]
+
+
+def test_collect_reads_states_by_name_and_keeps_early_commands_for_the_first_state(tmp_path, monkeypatch):
+    monkeypatch.setattr(bag_to_log_module, "EARLY_COMMANDS", 2)  # keep the newest two
+    messages = [("/joint_commands", k, joint_state(k, ["b", "a"], [], [], [10.0 * k, k])) for k in range(3)]
+    messages += [
+        ("/robot_description", 4, text("<robot/>")),
+        ("/joint_states", 5, joint_state(5, ["a", "b"], [1.0, 2.0], [3.0, 4.0], [5.0, 6.0])),
+        ("/joint_states", 6, joint_state(6, ["b", "z"], [20.0, 9.0])),  # 'a' missing, 'z' unknown
+        ("/joint_states", 7, joint_state(7, [], [7.0, 8.0])),  # no names: read as j1, j2, not these joints
+        ("/joint_commands", 8, joint_state(8, ["a"], [], [], [-1.0])),
+        ("/controller/stiffness", 9, joint_state(7, ["stiffness"], [3.0])),
+    ]
+    bag = write_bag(tmp_path / "bag", messages)
+    with open_bag(bag) as opened:
+        plan = plan_topics(opened)
+        got = collect(opened, plan, joints=["a", "b"])
+    assert got.joints == ["a", "b"]
+    np.testing.assert_array_equal(
+        got.state,
+        [[1, 2, 3, 4, 5, 6], [np.nan, 20, np.nan, np.nan, np.nan, np.nan], [np.nan] * 6],
+    )
+    np.testing.assert_array_equal(got.state_times, [[5, 5], [6, 6], [7, 7]])
+    commands = got.streams["/joint_commands"]
+    np.testing.assert_array_equal(commands.values, [[1, 10], [2, 20], [-1, np.nan]])  # the newest two early ones
+    np.testing.assert_array_equal(commands.stamps, [1, 2, 8])
+    np.testing.assert_array_equal(commands.logs, [1, 2, 8])
+    stiffness = got.streams["/controller/stiffness"]
+    assert stiffness.names == ["stiffness"] and stiffness.values.tolist() == [[3.0]]
+    assert got.urdf == "<robot/>"
+    assert (got.messages, got.empty_name_lists, got.unknown_names) == (9, 1, ["j1", "j2", "z"])
+    assert set(got.streams) == {"/joint_commands", "/controller/stiffness"}
+
+
+def test_collect_refuses_a_first_state_without_joints(tmp_path):
+    bag = write_bag(tmp_path / "bag", [("/joint_states", 1, joint_state(1, [], []))])
+    refused = pytest.raises(ConversionError, match="the first message on '/joint_states' has no")
+    with open_bag(bag) as opened, refused, pytest.warns(UserWarning, match="empty name list"):
+        collect(opened, plan_topics(opened))
+
+
+def samples(topic: str, msgtype: str, values, stamps=(), logs=(), names=()) -> Samples:
+    return Samples(
+        topic,
+        msgtype,
+        np.asarray(values, dtype=np.float64),
+        np.asarray(stamps, dtype=np.int64),
+        np.asarray(logs, dtype=np.int64),
+        list(names),
+    )
+
+
+def collected(streams: dict[str, Samples], stamps=(10, 20, 30, 40), logs=(11, 21, 31, 41)) -> Collected:
+    """Four frames of one joint 'a' (q = 0, 1, 2, 3; dq = 10 * q; effort = -q), and the given streams."""
+    q = np.arange(4.0)
+    return Collected(
+        joints=["a"],
+        state=np.column_stack([q, 10 * q, -q]),
+        state_times=np.column_stack([stamps, logs]).astype(np.int64),
+        streams=streams,
+        urdf=None,
+        messages=4 + sum(len(s.logs) for s in streams.values()),
+        empty_name_lists=0,
+        unknown_names=[],
+        notes=[],
+        skipped={},
+        files=[],
+    )
+
+
+JS = "sensor_msgs/msg/JointState"
+
+
+def test_align_holds_stamped_commands_at_each_state_stamp_or_by_log_time():
+    commands = samples("/c", JS, [[1.0], [3.0]], stamps=[10, 30], logs=[12, 32])
+    plan = TopicPlan("/s", JS, command_topic="/c", command_type=JS, command_auto=True)
+    data = collected({"/c": commands})
+    header = align(data, plan, header=True)
+    log = align(data, plan, header=False)
+    np.testing.assert_array_equal(header.arrays["tau"], [[1], [1], [3], [3]])  # stamped at or before the frame
+    np.testing.assert_array_equal(log.arrays["tau"], [[1], [1], [3], [3]])  # logged before the next state
+    assert header.effort["alignment"].startswith("command stamped with the state")
+    assert log.effort["alignment"] == "latest command logged before the next state was logged"
+    assert header.effort["source"] == "commands" and header.effort["timing"] == "applied_from_frame"
+    np.testing.assert_array_equal(header.arrays["q"], [[0], [1], [2], [3]])
+    np.testing.assert_array_equal(header.arrays["dq"], [[0], [10], [20], [30]])
+    np.testing.assert_allclose(header.arrays["time"], [0, 1e-8, 2e-8, 3e-8])
+    assert (header.origin, log.origin) == (10, 11)
+    late = samples("/c", JS, [[5.0]], stamps=[25], logs=[26])  # no command yet for the first two frames
+    aligned = align(collected({"/c": late}), plan, header=True)
+    np.testing.assert_array_equal(aligned.arrays["valid_tau"], [[False], [False], [True], [True]])
+    assert aligned.masked == {"q": 0, "dq": 0, "tau": 2}
+
+
+def test_align_without_commands_keeps_the_joint_states_effort():
+    aligned = align(collected({}), TopicPlan("/s", JS), header=True)
+    np.testing.assert_array_equal(aligned.arrays["tau"], [[0], [-1], [-2], [-3]])
+    assert aligned.effort["source"] == "joint_states" and aligned.effort["timing"] == "applied_until_frame"
+    assert list(aligned.arrays) == ["q", "dq", "tau", "valid_q", "valid_dq", "valid_tau", "time"]
+
+
+def test_align_holds_float_array_commands_by_log_time_even_on_the_header_clock():
+    commands = samples("/c", "std_msgs/msg/Float64MultiArray", [[1.0], [2.0], [3.0]], logs=[15, 25, 45])
+    plan = TopicPlan("/s", JS, command_topic="/c", command_type="std_msgs/msg/Float64MultiArray")
+    aligned = align(collected({"/c": commands}), plan, header=True)
+    np.testing.assert_array_equal(aligned.arrays["tau"], [[1], [2], [2], [3]])
+
+
+def test_align_holds_the_wrench_and_controller_channels_with_their_names():
+    wrench_samples = samples("/w", WRENCH, [[1.0, 2.0], [3.0, 4.0]], stamps=[15, 30], logs=[16, 31])
+    point = samples("/controller/equilibrium", POINT, [[0.5, 0.6]], stamps=[10], logs=[12])
+    single = samples("/controller/stiffness", JS, [[7.0]], stamps=[20], logs=[22], names=["stiffness"])
+    clash = samples("/controller/q", JS, [[8.0], [9.0]], stamps=[10, 40], logs=[12, 42], names=["a"])
+    streams = {s.topic: s for s in (wrench_samples, point, single, clash)}
+    plan = TopicPlan(
+        "/s",
+        JS,
+        wrench_topic="/w",
+        controller={
+            "equilibrium": "/controller/equilibrium",
+            "stiffness": "/controller/stiffness",
+            "q": "/controller/q",
+        },
+    )
+    aligned = align(collected(streams), plan, header=True)
+    np.testing.assert_array_equal(aligned.arrays["ext_force"], [[np.nan, np.nan], [1, 2], [3, 4], [3, 4]])
+    np.testing.assert_array_equal(aligned.arrays["equilibrium"], [[0.5, 0.6]] * 4)
+    np.testing.assert_array_equal(aligned.arrays["stiffness"], [np.nan, 7, 7, 7])  # one name, the channel's: (N,)
+    np.testing.assert_array_equal(aligned.arrays["controller_q"], [[8], [8], [8], [9]])  # 'q' is the log's own
+    assert aligned.controller == {
+        "equilibrium": "/controller/equilibrium",
+        "stiffness": "/controller/stiffness",
+        "controller_q": "/controller/q",
+    }
+    assert aligned.channel_meta["equilibrium"] == {"label": "controller equilibrium", "columns": ["x", "y"]}
+    assert aligned.channel_meta["controller_q"] == {"label": "controller q", "columns": ["a"]}
+    assert aligned.channel_meta["ext_force"]["columns"] == ["fx", "fy"]
+    assert aligned.masked["ext_force"] == 2 and aligned.masked["stiffness"] == 1
+
+
+def test_align_falls_back_to_log_time_for_unset_wall_clock_stamps():
+    wall = 1_700_000_000_000_000_000
+    data = collected({}, stamps=(wall, 0, wall + 20, wall + 30), logs=(wall + 1, wall + 11, wall + 21, wall + 31))
+    aligned = align(data, TopicPlan("/s", JS), header=True)
+    np.testing.assert_array_equal(aligned.stamps, [wall, wall + 11, wall + 20, wall + 30])
+    assert aligned.fallbacks == 1
+
+
+def test_resolve_skeleton_takes_the_scenario_else_a_fitting_description():
+    if not SCENARIOS.is_dir():
+        pytest.skip(f"shared scenarios absent at {SCENARIOS}")
+    arm = load_arm(SCENARIOS / "simple_robot.toml")
+    joints = [f"j{k + 1}" for k in range(arm.num_joints)]
+    skeleton, source, notes = resolve_skeleton(joints, arm=arm, urdf="ignored", description="/robot_description")
+    assert skeleton is arm.skeleton and source == f"scenario {arm.path}" and notes == []
+    with pytest.raises(ConversionError, match=f"has {arm.num_joints} joints but the bag has 1"):
+        resolve_skeleton(["a"], arm=arm, urdf=None, description=None)
+    urdf = skeleton_to_urdf(arm.skeleton, joints)
+    skeleton, source, notes = resolve_skeleton(joints, arm=None, urdf=urdf, description="/robot_description")
+    assert skeleton is not None and skeleton.to_dict() == arm.skeleton.to_dict()
+    assert source == "robot_description on /robot_description" and notes == []
+    skeleton, source, notes = resolve_skeleton(["a"], arm=None, urdf=urdf, description="/robot_description")
+    assert (skeleton, source) == (None, "none") and "not embedded" in notes[0]
+    skeleton, source, notes = resolve_skeleton(["a"], arm=None, urdf="<robot/>", description="/robot_description")
+    assert (skeleton, source) == (None, "none") and "could not be read as a skelarm arm" in notes[0]
+    assert resolve_skeleton(["a"], arm=None, urdf=None, description=None) == (None, "none", [])
+
+
+def test_log_extra_records_the_topics_counts_and_order_of_stamps(tmp_path):
+    source = tmp_path / "part.db3"
+    source.write_bytes(b"data")
+    data = collected({}, stamps=(10, 30, 20, 20))
+    data.files.append(source)
+    data.notes.append("a note from the bag")
+    plan = TopicPlan("/s", JS, wrench_topic="/w", wrench_auto=False)
+    aligned = align(data, plan, header=True)
+    extra = log_extra(plan, data, aligned, clock="header", skeleton_source="none", notes=data.notes)
+    assert extra["topics"] == {
+        "joint_states": {"name": "/s", "type": JS},
+        "wrench": {"name": "/w", "type": WRENCH, "auto_detected": False},
+    }
+    assert extra["counts"] == {
+        "messages_read": 4,
+        "stamp_fallbacks": 0,
+        "empty_name_lists": 0,
+        "frames": 4,
+        "out_of_order": 1,
+        "duplicate_stamps": 1,
+        "skipped_undecodable": {},
+        "unknown_joint_names": [],
+        "masked": {"q": 0, "dq": 0, "tau": 0},
+    }
+    assert extra["sources"] == [
+        {"path": str(source.resolve()), "sha256": "3a6eb0790f39ac87c94f3856b2dd2c5d110e6811602261a9a923d3bb23adc8b7"}
+    ]
+    assert extra["time_origin_ns"] == 10 and extra["notes"] == ["a note from the bag"]
+    assert extra["effort"]["source"] == "joint_states" and extra["joint_names"] == ["a"]

@@ -456,6 +456,33 @@ def test_tracking_controller_replans_for_a_new_target():
     assert error < 1e-3
 
 
+@pytest.mark.parametrize("scenario", ["reach", "multi_target"])
+def test_a_target_published_again_and_again_is_not_new(scenario, shared_scenarios):
+    """A publisher repeating the target at 10 Hz for 6 s moves the tip there once, not 60 restarts."""
+    path = shared_scenarios / f"{scenario}.toml"
+    loop, _ = build_control_loop(path)
+    engine = ArmEngine(_quiet_load(str(path)).skeleton, loop.dt)
+    goal = np.array([0.3, 1.0])
+    every = round(0.1 / loop.dt)  # 10 Hz
+    _drive(loop, engine, 1)
+    news = []
+    for _ in range(60):
+        news.append(loop.set_target("base", *(goal + 1e-7)))  # the same point, to within the tolerance
+        _drive(loop, engine, every, origin_ns=loop._last_stamp + 1)
+    assert news == [True] + [False] * 59
+    assert loop.restarts == 1
+    assert float(np.linalg.norm(engine.endpoint(engine.q) - goal)) < 0.03
+    moved = goal + np.array([2e-6, 0.0])
+    assert loop.set_target("base", *moved)  # moved beyond the tolerance: new
+    assert not loop.set_target("base", *moved)  # and waiting to apply: the same
+
+
+def test_the_scenarios_own_target_is_not_new():
+    loop, _ = build_control_loop("reach")
+    assert not loop.set_target("base", *_quiet_load("reach").task.target)
+    assert loop.restarts == 0
+
+
 @pytest.mark.parametrize(
     ("frame", "point", "words"),
     [

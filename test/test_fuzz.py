@@ -286,8 +286,11 @@ def bags(tmp_path_factory) -> dict[str, tuple[Path, np.ndarray]]:
     return made
 
 
-def reference_positions(path: Path, recover: bool) -> np.ndarray:
-    """The joint_states positions of a bag, each message decoded by rosbags itself (no layout reader)."""
+def reference_positions(path: Path, recover: bool, joints: tuple[str, ...] = ("j1", "j2")) -> np.ndarray:
+    """The joint_states positions of a bag by joint name, each message decoded by rosbags itself (no layout reader).
+
+    A joint a (damaged) message does not name is NaN, as bag_to_log masks it.
+    """
     from skelarm_ros.bags import open_bag
 
     rows = []
@@ -295,8 +298,9 @@ def reference_positions(path: Path, recover: bool) -> np.ndarray:
         for _topic, msgtype, _log_time, data in bag.raw_messages(bag.decodable(["/joint_states"])):
             message = bag.decode("/joint_states", msgtype, data)
             if message is not None:
-                rows.append(list(message.position))
-    return np.array(rows, dtype=np.float64).reshape(-1, 2)
+                where = dict(zip(message.name, message.position, strict=False))
+                rows.append([where.get(name, np.nan) for name in joints])
+    return np.array(rows, dtype=np.float64).reshape(-1, len(joints))
 
 
 DAMAGE = st.one_of(

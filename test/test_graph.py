@@ -56,6 +56,9 @@ def test_every_argument_has_a_default_and_a_description():
         "command_joints",
         "extra_readers",
         "thread_priority",
+        "publish_clock",
+        "replay",
+        "replay_rate",
         "use_sim_time",
         "rviz",
     ]
@@ -195,6 +198,8 @@ def test_use_sim_time_reaches_every_node():
         ({"joint_names": "a"}, "joint_names 'a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
+        ({"record": "/"}, "record '/' exists already; give a bag folder to create that does not exist yet"),
+        ({"record": "/no/such/dir/bag"}, "record '/no/such/dir/bag': the folder '/no/such/dir' does not exist"),
     ],
 )
 def test_bad_values_give_one_sentence(arguments, sentence):
@@ -202,6 +207,13 @@ def test_bad_values_give_one_sentence(arguments, sentence):
         describe(arguments)
     assert str(raised.value).startswith(sentence)
     assert "\n" not in str(raised.value)
+
+
+def test_publish_clock_can_be_turned_off_for_all_but_one_arm():
+    (simulator,) = [spec for spec in describe({"publish_clock": "false"}) if spec.executable == "simulator"]
+    assert simulator.parameters["publish_clock"] is False
+    (simulator,) = [spec for spec in describe() if spec.executable == "simulator"]
+    assert simulator.parameters["publish_clock"] is True
 
 
 def test_a_robot_only_scenario_runs_without_the_controller(tmp_path):

@@ -55,14 +55,21 @@ def run_reach(probe: procs.Probe, tmp_path: Path, names: list[str], commands: li
     return tip
 
 
-@pytest.mark.parametrize("interface", ["commands", "joint_commands"])
-def test_controller_drives_a_driver_with_its_own_names_and_order(tmp_path: Path, interface: str) -> None:
+@pytest.mark.parametrize(
+    ("interface", "reliability"),
+    [("commands", "reliable"), ("joint_commands", "reliable"), ("commands", "best_effort")],
+)
+def test_controller_drives_a_driver_with_its_own_names_and_order(
+    tmp_path: Path, interface: str, reliability: str
+) -> None:
     probe = procs.Probe("arm1")
-    probe.states = probe.record(JointState, "joint_states")
+    # A best-effort driver's states reach only best-effort readers (a reliable reader does not match it).
+    qos = procs.keep_all() if reliability == "reliable" else procs.best_effort()
+    probe.states = probe.record(JointState, "joint_states", qos)
     if interface == "commands":
-        commands = probe.record(Float64MultiArray, "effort_controller/commands")
+        commands = probe.record(Float64MultiArray, "effort_controller/commands", qos)
     else:
-        commands = probe.record(JointState, "joint_commands")
+        commands = probe.record(JointState, "joint_commands", qos)
     processes = []
     try:
         processes.append(
@@ -73,7 +80,12 @@ def test_controller_drives_a_driver_with_its_own_names_and_order(tmp_path: Path,
                 "-r",
                 "__ns:=/arm1",
                 *procs.parameter_args(
-                    {"arm_joints": ARM_JOINTS, "joints": DRIVER_JOINTS, "command_interface": interface}
+                    {
+                        "arm_joints": ARM_JOINTS,
+                        "joints": DRIVER_JOINTS,
+                        "command_interface": interface,
+                        "reliability": reliability,
+                    }
                 ),
             )
         )
@@ -99,11 +111,12 @@ def test_controller_drives_a_driver_with_its_own_names_and_order(tmp_path: Path,
             assert answered and answered <= heard
         controller_log = (tmp_path / "controller.log").read_text()
         assert "in the order ['elbow', 'shoulder']" in controller_log, controller_log
+        assert "QoS" not in controller_log, controller_log  # nothing incompatible, nothing to say
     finally:
         codes = [procs.end(process) for process in processes]
         probe.close()
     assert codes == [0, 0], procs.logs(tmp_path)
-    if interface == "commands":
+    if interface == "commands" and reliability == "reliable":
         on_simulator = reach_on_the_simulator(tmp_path / "sim")
         assert math.dist(tip, on_simulator) < load_scenario("reach").task.tolerance, (tip, on_simulator)
 

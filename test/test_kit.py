@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import signal
+import time
 from typing import Any
 
 import pytest
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 
@@ -17,6 +19,7 @@ from skelarm_ros.interface import check_effort_limits
 from skelarm_ros.nodes import spinning
 from skelarm_ros.nodes.kit import (
     HeldBack,
+    IncompatiblePeers,
     JointStateInput,
     KitNode,
     ParameterError,
@@ -165,6 +168,33 @@ def test_joint_states_are_read_directly_once_their_layout_is_known_and_decoded_o
         assert len(problems) == 1 and problems[0].startswith("a /joint_states message could not be deserialized (")
     finally:
         node.destroy_node()
+
+
+def test_an_incompatible_peer_is_named_once_with_the_fix(context: Any) -> None:
+    reader, driver = Node("reader", context=context), Node("driver", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(reader)
+    executor.add_node(driver)
+    try:
+        peers = IncompatiblePeers(reader, "publish joint_states reliably")
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        subscription = reader.create_subscription(
+            JointState, "joint_states", lambda _msg: None, reliable, event_callbacks=peers.subscription_events()
+        )
+        peers.endpoint = subscription
+        best_effort = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+        driver.create_publisher(JointState, "joint_states", best_effort)
+        deadline = time.monotonic() + 20.0
+        while not peers.said and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        assert len(peers.said) == 1, peers.said
+        assert peers.said[0].startswith("the publisher /driver of /joint_states cannot match this node's QoS (")
+        assert peers.said[0].endswith("; publish joint_states reliably")
+        assert peers.check() == []  # once per peer
+    finally:
+        executor.shutdown()
+        driver.destroy_node()
+        reader.destroy_node()
 
 
 class Capture:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -100,9 +103,35 @@ def test_main_reports_bad_arguments_in_one_sentence(capsys):
     assert "'hardware':" in capsys.readouterr().out
 
 
-def test_dry_run_prints_each_command_with_its_parameters(capsys):
+def test_dry_run_prints_each_command_and_keeps_its_parameter_file(capsys):
     assert main(["sim", "namespace:=arm1", "mode:=lockstep", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "run simulator --ros-args -r __node:=simulator -r __ns:=/arm1 --params-file" in out
     assert "run controller --ros-args -r __node:=controller -r __ns:=/arm1 --params-file" in out
-    assert "command_interface: joint_commands" in out
+    files = [Path(line.split("--params-file ")[1].split()[0]) for line in out.splitlines() if "--params-file" in line]
+    try:
+        assert len(files) == 2 and all(path.is_file() for path in files)  # the printed commands run as printed
+        assert "command_interface: joint_commands" in files[1].read_text()
+    finally:
+        shutil.rmtree(files[0].parent, ignore_errors=True)
+
+
+def test_dry_run_into_a_pipe_that_closes_early_ends_quietly(tmp_path):
+    script = "import sys; from skelarm_ros.launcher import main; sys.exit(main(['sim', 'rviz:=true', '--dry-run']))"
+    result = subprocess.run(
+        f"'{sys.executable}' -c \"{script}\" | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+def test_a_bare_launch_says_what_to_name(capsys):
+    assert main([]) == 2
+    assert capsys.readouterr().err == (
+        "skelarm-ros launch: name the launch file (sim), for example: "
+        "skelarm-ros launch sim mode:=lockstep duration:=2.0\n"
+    )

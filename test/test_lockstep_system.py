@@ -16,6 +16,8 @@ from conftest import full_scenarios, reference_run
 from geometry_msgs.msg import PointStamped
 from sensor_msgs.msg import JointState
 
+from skelarm_ros.scenario import resolve_scenario
+
 pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-9
@@ -76,6 +78,45 @@ def test_lockstep_run_equals_the_offline_run(path, shared_scenarios, probe, tmp_
     np.testing.assert_allclose(dq, reference.channel("dq"), rtol=0.0, atol=TOLERANCE)
     np.testing.assert_array_equal(effort[0], 0.0)
     np.testing.assert_allclose(effort[1:], reference.channel("tau")[:-1], rtol=0.0, atol=TOLERANCE)
+
+
+MPC_TOLERANCE = 1e-6  # rad: MPC's finite-difference optimizer amplifies last-bit differences (docs/simulator.md)
+
+
+def test_an_mpc_lockstep_run_stays_within_its_stated_distance_of_the_offline_run(probe, tmp_path):
+    scenario = tmp_path / "mpc.toml"
+    reach = resolve_scenario("reach").read_text(encoding="utf-8").split("[controller]")[0]
+    scenario.write_text(
+        reach.replace("dt = 0.002", "dt = 0.01") + '[controller]\ntype = "mpc"\nhorizon = 3\nmax_iter = 5\n'
+    )
+    duration = 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = skelarm.run_scenario(skelarm.load_scenario(scenario), duration=duration)
+    frames = len(reference.times)
+    states = probe.record(JointState, "joint_states")
+    processes = []
+    try:
+        simulator = procs.start_node(
+            "simulator",
+            tmp_path / "simulator.log",
+            {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
+        )
+        processes.append(simulator)
+        probe.spin_until(lambda: probe.node.count_publishers("joint_states") > 0, START_TIMEOUT, "the simulator")
+        processes.append(
+            procs.start_node(
+                "controller",
+                tmp_path / "controller.log",
+                {"scenario": scenario, "command_interface": "joint_commands", "reliable_states": True},
+            )
+        )
+        probe.spin_until(lambda: len(states) >= frames, START_TIMEOUT + 60.0, f"{frames} states")
+    finally:
+        codes = [procs.end(process) for process in processes]
+    assert codes == [0, 0], procs.logs(tmp_path)
+    q = np.array([list(msg.position) for msg in states[:frames]])
+    assert np.abs(q - reference.channel("q")).max() <= MPC_TOLERANCE
 
 
 def test_realtime_reach_ends_within_tolerance(shared_scenarios, probe, tmp_path):

@@ -128,7 +128,7 @@ def test_log_without_skeleton_takes_the_arm_from_scenario(tmp_path: Path, capsys
     ("content", "expected"),
     [
         (None, "does not exist; pass a .sklog.npz"),
-        (b"not an npz archive", "is not a readable skelarm StateLog"),
+        (b"not an npz archive", "is not a readable skelarm .sklog.npz log"),
         ("no_q", "has no 'q' channel (joint angles), only ['tau']"),
     ],
 )

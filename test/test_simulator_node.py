@@ -21,7 +21,7 @@ from std_srvs.srv import SetBool, Trigger
 from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import seconds_to_stamp
 from skelarm_ros.nodes.simulator import SimulatorNode, main
-from skelarm_ros.scenario import ScenarioError, load_arm
+from skelarm_ros.scenario import ScenarioError, load_arm, resolve_scenario
 from skelarm_ros.simulation import COMMAND, STALE_COMMAND, WRENCH
 
 pytestmark = pytest.mark.ros
@@ -427,6 +427,20 @@ def test_markers_show_the_arm_target_and_applied_force(context: rclpy.Context) -
         direction = np.array([end.x - start.x, end.y - start.y])
         assert direction / np.linalg.norm(direction) == pytest.approx(force / np.linalg.norm(force))
         assert all(marker.header.frame_id == "base" for marker in sent[-1].markers)
+    finally:
+        node.destroy_node()
+
+
+def test_a_task_type_only_a_plugin_knows_does_not_stop_the_simulator(context: rclpy.Context, tmp_path) -> None:
+    """The simulator needs the robot; the [task] is the controller's (whose plugins may register its type)."""
+    text = resolve_scenario("reach").read_text(encoding="utf-8").replace('type = "reaching"', 'type = "my_own_task"')
+    scenario = tmp_path / "plugin_task.toml"
+    scenario.write_text(text, encoding="utf-8")
+    node = make(context, scenario=str(scenario), markers_rate=30.0)
+    try:
+        assert node.markers is not None  # the arm is drawn, without a goal
+        node.watch()
+        assert node.run.started
     finally:
         node.destroy_node()
 

@@ -19,11 +19,13 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "engine": ("skelarm_ros.bench.engine:run", "engine step vs skelarm.integrate_with_limits, 2/4/8 links"),
     "bags": ("skelarm_ros.bench.bags:run", "bag_to_log throughput vs rosbags raw deserialization, peak memory"),
     "controllers": ("skelarm_ros.bench.controllers:run", "per-step cost of each controller, skelarm vs fast model"),
+    "player": ("skelarm_ros.bench.player:run", "player pacing at 1 kHz (lateness p50/p99/max), top rate vs rosbags"),
     "multiarm": ("skelarm_ros.bench.multiarm:run", "on-time steps of 2 and 4 arms side by side, realtime"),
     "recorder": (
         "skelarm_ros.bench.recorder:run",
         "recorder's highest sustained rate without loss (sqlite3, MCAP) vs rosbags' raw writer rate",
     ),
+    "identify": ("skelarm_ros.bench.identify:run", "identify: 10,000 samples of a 4-joint arm, beside FIGAROH's solve"),
     "loop": (
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",

@@ -27,6 +27,8 @@ import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
+from skelarm_ros.interface import JOINT_STATE_TYPE, JOINT_STATES, default_joint_names
+
 JOINTS = 6
 
 
@@ -34,14 +36,14 @@ def write_bench_bag(path: Path, count: int, storage: str) -> Path:
     """Write ``count`` JointState messages of :data:`JOINTS` joints at 1 kHz."""
     store = get_typestore(Stores.ROS2_JAZZY)
     types = store.types
-    names = [f"j{i + 1}" for i in range(JOINTS)]
+    names = default_joint_names(JOINTS)
     plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
     with Writer(path, version=9, storage_plugin=plugin) as writer:
-        conn = writer.add_connection("/joint_states", "sensor_msgs/msg/JointState", typestore=store)
+        conn = writer.add_connection("/" + JOINT_STATES, JOINT_STATE_TYPE, typestore=store)
         for k in range(count):
             ns = k * 1_000_000
             values = np.full(JOINTS, 0.001 * k)
-            msg = types["sensor_msgs/msg/JointState"](
+            msg = types[JOINT_STATE_TYPE](
                 header=types["std_msgs/msg/Header"](
                     stamp=types["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""
                 ),
@@ -69,12 +71,12 @@ def raw_rate(path: Path) -> float:
 _MEMORY = """
 import json, sys, tracemalloc
 from skelarm_ros.bag_to_log import bag_to_log
-from skelarm_ros.log_to_bag import read_log
+from skelarm_ros.logfile import read_log
 tracemalloc.start()
 bag_to_log(sys.argv[1], sys.argv[2])
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-_, arrays = read_log(sys.argv[2])
+arrays = read_log(sys.argv[2]).arrays
 print(json.dumps({"peak": peak, "arrays": sum(a.nbytes for a in arrays.values())}))
 """
 

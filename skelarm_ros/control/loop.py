@@ -50,6 +50,11 @@ if TYPE_CHECKING:
 
 TIME_REVERSAL_MODES = ("reset", "reject")
 _TARGET_PLANE_TOLERANCE = 1e-9  # |z| accepted as "in the plane" for a target point (m)
+TARGET_TOLERANCE = 1e-6
+"""A target within this distance (m) of the one being followed is the same target, not a new one.
+
+Target publishers repeat their message (``ros2 topic pub`` once a second, lab tools at
+a rate); only a target that moves restarts the controller."""
 
 
 def command_order(joint_names: Sequence[str], command_joints: Sequence[str]) -> list[int]:
@@ -255,13 +260,20 @@ class ControlLoop:
 
     # -- target -----------------------------------------------------------------------------------
 
-    def set_target(self, frame_id: str, x: float, y: float, z: float = 0.0, frame: str = BASE_FRAME) -> None:
-        """Take a new reaching target; it applies from the next controlled state.
+    def set_target(self, frame_id: str, x: float, y: float, z: float = 0.0, frame: str = BASE_FRAME) -> bool:
+        """Take a reaching target; a new one applies from the next controlled state.
 
-        A reaching controller (:class:`skelarm.reaching.EndpointController`) gets the target
-        assigned; any other controller of a task with a point target is rebuilt by
+        A target within :data:`TARGET_TOLERANCE` of the one being followed (or already
+        waiting to apply) changes nothing. A new one: a reaching controller
+        (:class:`skelarm.reaching.EndpointController`) gets it assigned; any other
+        controller of a task with a point target is rebuilt by
         :func:`skelarm.build_controller` from the state it is applied at (its reference is
         replanned). Either way the controller is reset there and its time restarts.
+
+        Returns
+        -------
+        bool
+            Whether the target is new.
 
         Raises
         ------
@@ -287,7 +299,20 @@ class ControlLoop:
         except Rejected:
             self.rejected += 1
             raise
-        self._pending_target = np.array([x, y], dtype=np.float64)
+        target = np.array([x, y], dtype=np.float64)
+        followed = self.followed_target()
+        if followed is not None and float(np.linalg.norm(target - followed)) <= TARGET_TOLERANCE:
+            return False
+        self._pending_target = target
+        return True
+
+    def followed_target(self) -> NDArray[np.float64] | None:
+        """Return the target being followed (or waiting to apply), ``(x, y)`` in m, or ``None`` without one."""
+        if self._pending_target is not None:
+            return self._pending_target
+        if isinstance(self.controller, EndpointController):
+            return np.asarray(self.controller.target, dtype=np.float64)
+        return None if self.task.target is None else np.asarray(self.task.target, dtype=np.float64)
 
     def _apply_target(self, target: NDArray[np.float64]) -> None:
         if isinstance(self.controller, EndpointController):

@@ -10,15 +10,17 @@ logging. See docs/controller.md for the parameters, topics and channel messages.
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PointStamped
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.cdr import JointStateWriter
 from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import (
     BASE_FRAME,
@@ -34,6 +36,7 @@ from skelarm_ros.interface import (
 from skelarm_ros.nodes.kit import (
     KEEP_ALL,
     HeldBack,
+    IncompatiblePeers,
     JointStateInput,
     KitNode,
     choice,
@@ -42,8 +45,10 @@ from skelarm_ros.nodes.kit import (
     flag,
     floats,
     live_parameters,
+    newest,
     number,
     run_node,
+    say,
     strings,
     text,
 )
@@ -56,6 +61,7 @@ if TYPE_CHECKING:
 NODE_NAME = "controller"
 DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
+WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
 
 PARAMETERS = (
     text("scenario", "", "skelarm scenario TOML (path or bundled name; empty: bundled reach)"),
@@ -71,7 +77,12 @@ PARAMETERS = (
     ),
     number("dt", 0.0, "control step handed to the controller; 0: the scenario's [simulator].dt", zero=True),
     flag("fast_model", True, "Pinocchio model for computed torque, inverse-dynamics PD and MPC"),
-    count("qos_depth", 10, "history depth of joint_states and effort_controller/commands (reliable)", low=1),
+    count("qos_depth", 10, "history depth of joint_states and effort_controller/commands", low=1),
+    flag(
+        "reliable_states",
+        False,
+        "read joint_states reliably (lockstep: every state answered); false takes best-effort drivers too",
+    ),
     floats("effort_limits", "per-joint torque bounds (N*m); empty: none", live=True),
     choice("time_reversal", TIME_REVERSAL_MODES, "what a state stamped earlier than the previous one does", live=True),
     flag("publish_channels", True, "publish the controller's channels on controller/<channel>", live=True),
@@ -127,13 +138,19 @@ class ControllerNode(KitNode):
         self.failures = 0
         self._publish_channels: bool = p["publish_channels"]
         self._stamped = p["command_interface"] == JOINT_COMMANDS
-        state_qos = QoSProfile(depth=p["qos_depth"], reliability=ReliabilityPolicy.RELIABLE)
-        # Lockstep waits for every command: keep all, so none is dropped.
-        self._out_qos = KEEP_ALL if self._stamped else state_qos
+        # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
+        state_qos = newest(p["qos_depth"], reliable=p["reliable_states"])
+        # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
+        self._out_qos = KEEP_ALL if self._stamped else newest(p["qos_depth"], reliable=True)
         topic = COMMAND_TOPICS[p["command_interface"]]
+        readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
         self.command_pub: Publisher = self.create_publisher(
-            JointState if self._stamped else Float64MultiArray, topic, self._out_qos
+            JointState if self._stamped else Float64MultiArray,
+            topic,
+            self._out_qos,
+            event_callbacks=readers.publisher_events(),
         )
+        readers.endpoint = self.command_pub
         # joint_commands go out as bytes (skelarm_ros.cdr): the stamp and efforts written into a template.
         self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
@@ -153,8 +170,16 @@ class ControllerNode(KitNode):
             self._apply_parameters,
             checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
         )
-        self.state_input = JointStateInput(self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state)
+        drivers = IncompatiblePeers(
+            self, f"publish {JOINT_STATES} reliably, or set reliable_states:=false to take best-effort states"
+        )
+        self.state_input = JointStateInput(
+            self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
+        )
         self.create_subscription(PointStamped, TARGET, self.on_target, 10)
+        self.progress = TaskProgress(self.loop)
+        self._waiting_said = -WAIT_REPORT
+        self.create_timer(1.0, self.status, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
             f"commands on {topic} in the order {self.loop.command_joints}"
@@ -226,6 +251,20 @@ class ControllerNode(KitNode):
         if self._publish_channels:
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
+        say(self, self.progress.controlled(output.t))
+
+    def status(self) -> None:
+        """Say how the task goes every few seconds, or what the controller waits for before its first state."""
+        now = time.monotonic()
+        if self.progress.commands:
+            say(self, self.progress.report(now))
+            return
+        subscription = self.state_input.subscription
+        if subscription.get_publisher_count() == 0 and now - self._waiting_said >= WAIT_REPORT:
+            self._waiting_said = now
+            self.get_logger().info(
+                f"waiting for a publisher on {subscription.topic_name} (the simulator, or a driver's joint states)"
+            )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
         torque = self.loop.command_torque(output.torque).tolist()
@@ -266,13 +305,14 @@ class ControllerNode(KitNode):
         """Take a new reaching target; the controller follows it from the next state."""
         point = msg.point
         try:
-            self.loop.set_target(msg.header.frame_id, point.x, point.y, point.z)
+            new = self.loop.set_target(msg.header.frame_id, point.x, point.y, point.z)
         except Rejected as error:
             self.get_logger().warning(f"target ignored: {error}", throttle_duration_sec=WARN_PERIOD)
             return
-        self.get_logger().info(
-            f"new target ({point.x:.4g}, {point.y:.4g}); the controller restarts from the next state"
-        )
+        if new:
+            self.get_logger().info(
+                f"new target ({point.x:.4g}, {point.y:.4g}); the controller restarts from the next state"
+            )
 
 
 def main(args: list[str] | None = None) -> int:

@@ -39,6 +39,7 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -52,6 +53,7 @@ from rclpy.qos import (
 )
 from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
 from rclpy.task import Future
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
@@ -60,7 +62,7 @@ from skelarm_ros.cdr import JointStateLayout
 from skelarm_ros.interface import check_choice, check_count, check_non_negative, check_positive
 from skelarm_ros.lifecycle import ERROR, WARNING
 from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, stop_requested, try_shutdown
-from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS
+from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, take_signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -76,6 +78,14 @@ KEEP_ALL = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPol
 """Reliable, keep-all: a slow reliable reader holds the writer back instead of losing messages (lockstep)."""
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 """Reliable, transient local, depth 1: a late reader still gets the last message (``robot_description``)."""
+
+
+def newest(depth: int, *, reliable: bool) -> QoSProfile:
+    """Return a keep-last ``depth`` profile; best effort takes reliable and best-effort publishers alike."""
+    reliability = ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=reliability)
+
+
 ALWAYS_ACCEPTED = frozenset({"use_sim_time", "start_type_description_service"})
 """Parameters rclpy declares on every node."""
 
@@ -172,6 +182,7 @@ def run_node(
         prog=name, description=f"{description} Set parameters with --ros-args -p name:=value."
     ).parse_args(remove_ros_args(argv)[1:])
     previous = {signum: signal.signal(signum, _noted) for signum in STOP_SIGNALS}
+    take_signals()  # if the process started with them blocked
     try:
         rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
         try:
@@ -500,6 +511,73 @@ def parameter_problem(error: Exception, doc: str) -> str:
     return f"a parameter is not valid ({error}); see {doc} for the accepted values"
 
 
+# -- QoS mismatches ---------------------------------------------------------------------------------------
+
+
+class IncompatiblePeers:
+    """Names each peer whose QoS cannot match an endpoint of ours, once, with the fix.
+
+    rclpy's own line for an incompatible peer names neither the peer nor a fix; this
+    one does. Pass :meth:`subscription_events` or :meth:`publisher_events` when creating
+    the endpoint, then set :attr:`endpoint` to it.
+
+    Parameters
+    ----------
+    node : Node
+        The node the endpoint belongs to.
+    fix : str
+        What to do about a mismatch, for the sentence.
+    """
+
+    def __init__(self, node: Node, fix: str) -> None:
+        """Watch nothing yet (set :attr:`endpoint`)."""
+        self._node = node
+        self._fix = fix
+        self._told: set[str] = set()
+        self.endpoint: Subscription | Publisher | None = None
+        self.said: list[str] = []
+
+    def subscription_events(self) -> SubscriptionEventCallbacks:
+        """Return the event callbacks to create a subscription with."""
+        return SubscriptionEventCallbacks(incompatible_qos=self._on_event)
+
+    def publisher_events(self) -> PublisherEventCallbacks:
+        """Return the event callbacks to create a publisher with."""
+        return PublisherEventCallbacks(incompatible_qos=self._on_event)
+
+    def _on_event(self, _info: object) -> None:
+        self.check()
+
+    def check(self) -> list[str]:
+        """Name every incompatible peer not named before; return the sentences said."""
+        endpoint = self.endpoint
+        if endpoint is None:
+            return []
+        topic, ours = endpoint.topic_name, endpoint.qos_profile
+        reading = isinstance(endpoint, Subscription)
+        peers = (
+            self._node.get_publishers_info_by_topic(topic)
+            if reading
+            else self._node.get_subscriptions_info_by_topic(topic)
+        )
+        said = []
+        for peer in peers:
+            name = _full_name(peer.node_namespace, peer.node_name)
+            pair = (peer.qos_profile, ours) if reading else (ours, peer.qos_profile)
+            compatibility, reason = qos_check_compatible(*pair)
+            if compatibility != QoSCompatibility.ERROR or name in self._told:
+                continue
+            self._told.add(name)
+            role = "publisher" if reading else "reader"
+            said.append(
+                f"the {role} {name} of {topic} cannot match this node's QoS ({reason.strip().rstrip(';')}); {self._fix}"
+            )
+        for sentence in said:
+            self._node.get_logger().warning(sentence)
+        self.said.extend(said)
+        return said
+
+
 # -- joint states as bytes -------------------------------------------------------------------------------
 
 
@@ -518,21 +596,29 @@ class JointStateInput:
         Gets ``(names, position, velocity, effort, sec, nanosec)`` of each message.
     on_damaged : Callable[[str], None]
         Gets one sentence for a message that cannot be deserialized.
+    peers : IncompatiblePeers | None, optional
+        Names publishers whose QoS cannot match the subscription.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the subscription's own arguments, then the two callbacks and the watcher
         self,
         node: Node,
         topic: str,
         qos: QoSProfile,
         on_state: Callable[..., None],
         on_damaged: Callable[[str], None],
+        peers: IncompatiblePeers | None = None,
     ) -> None:
         """Subscribe (raw) to ``topic``."""
         self._layout = JointStateLayout()
         self._on_state = on_state
         self._on_damaged = on_damaged
-        self.subscription = node.create_subscription(JointState, topic, self.take, qos, raw=True)
+        events = None if peers is None else peers.subscription_events()
+        self.subscription = node.create_subscription(
+            JointState, topic, self.take, qos, raw=True, event_callbacks=events
+        )
+        if peers is not None:
+            peers.endpoint = self.subscription
 
     def take(self, data: bytes) -> None:
         """Hand one serialized message's fields on (or its problem)."""

@@ -181,7 +181,14 @@ class SimulatorMarkers:
         """Create the publisher, the target subscription and the timer."""
         self._arm = ArmGeometry.from_skeleton(skeleton)
         self._trail = TipTrail()
-        self._goal = next((goal for goal in goals_from_config(config) if goal.active), None)
+        try:
+            goals = goals_from_config(config)
+        except ValueError as error:  # a task type only a controller plugin knows: the arm is still drawn
+            goals = []
+            node.get_logger().info(
+                f"markers show no goal: the scenario's [task] is not one skelarm reads here ({error})"
+            )
+        self._goal = next((goal for goal in goals if goal.active), None)
         self._state = state
         self.publisher = node.create_publisher(MarkerArray, MARKERS, 10)
         node.create_subscription(PointStamped, TARGET, self.on_target, 10)

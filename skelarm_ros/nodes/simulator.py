@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PointStamped, WrenchStamped
 from rclpy.clock import Clock, ClockType
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -51,6 +50,7 @@ from skelarm_ros.lifecycle import SimulatorRun, start_missing
 from skelarm_ros.nodes.kit import (
     KEEP_ALL,
     LATCHED,
+    IncompatiblePeers,
     JointStateInput,
     KitNode,
     choice,
@@ -60,6 +60,7 @@ from skelarm_ros.nodes.kit import (
     floats,
     live_parameters,
     matching_readers,
+    newest,
     number,
     publishing_nodes,
     say,
@@ -86,7 +87,7 @@ WATCH_PERIOD = 0.02  # s, how often the start condition and the lockstep timeout
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
 
-REALTIME_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
+HISTORY = 100  # realtime: messages kept per topic
 
 PARAMETERS = (
     text("scenario", "", "skelarm scenario or robot TOML (path or bundled name; empty: reach)"),
@@ -176,18 +177,31 @@ class SimulatorNode(KitNode):
         )
 
     def _wire(self, p: dict[str, Any], arm: Any) -> None:
-        qos = KEEP_ALL if self.lockstep else REALTIME_QOS
-        self.state_pub = self.create_publisher(JointState, JOINT_STATES, qos)
+        # Lockstep: reliable keep-all both ways. Realtime: reliable states reach any reader; best-effort
+        # subscriptions take commands and wrenches from reliable and best-effort publishers alike.
+        qos = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=True)
+        inputs = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=False)
+        readers = IncompatiblePeers(self, f"read {JOINT_STATES} with volatile durability (states keep no history)")
+        self.state_pub = self.create_publisher(
+            JointState, JOINT_STATES, qos, event_callbacks=readers.publisher_events()
+        )
+        readers.endpoint = self.state_pub
         self.tip_pub = self.create_publisher(PointStamped, TIP, qos)
         self.clock_pub = self.create_publisher(ClockMsg, CLOCK, qos) if p["publish_clock"] else None
         self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION, LATCHED)
         topic = COMMAND_TOPICS[p["command_interface"]]
+        controllers = IncompatiblePeers(self, f"lockstep needs every command: publish {topic} reliably")
         if p["command_interface"] == COMMANDS:
-            self.command_sub = self.create_subscription(Float64MultiArray, topic, self.on_commands, qos)
+            self.command_sub = self.create_subscription(
+                Float64MultiArray, topic, self.on_commands, inputs, event_callbacks=controllers.subscription_events()
+            )
+            controllers.endpoint = self.command_sub
         else:
-            self.command_input = JointStateInput(self, topic, qos, self.on_joint_command, self.on_damaged_command)
+            self.command_input = JointStateInput(
+                self, topic, inputs, self.on_joint_command, self.on_damaged_command, peers=controllers
+            )
             self.command_sub = self.command_input.subscription
-        self.wrench_sub = self.create_subscription(WrenchStamped, TIP_WRENCH, self.on_wrench, qos)
+        self.wrench_sub = self.create_subscription(WrenchStamped, TIP_WRENCH, self.on_wrench, inputs)
         self.create_service(Trigger, RESET_SERVICE, self.on_reset)
         self.create_service(SetBool, PAUSE_SERVICE, self.on_pause)
         joints = self.sim.num_joints

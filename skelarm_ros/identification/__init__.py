@@ -1,0 +1,28 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""Dynamic identification of a skelarm arm from recorded runs: from a bag to a calibrated twin.
+
+The stages, each a module:
+
+- :mod:`~skelarm_ros.identification.data`: read bags (through :func:`skelarm_ros.bag_to_log.bag_to_log`)
+  and ``.sklog.npz`` logs, apply their conventions (joint order, clock, which torque the
+  effort is and over which step it acted), drop masked samples, differentiate the velocity.
+- :mod:`~skelarm_ros.identification.regressor`: the FIGAROH regressor of the arm's
+  Pinocchio model, its base parameters and the least-squares fit (FIGAROH's QR).
+- :mod:`~skelarm_ros.identification.consistency`: the physically consistent full set of
+  inertial parameters closest to the prior that reproduces the base parameters.
+- :mod:`~skelarm_ros.identification.twin`: the twin as a skelarm robot or scenario TOML,
+  held-out torque prediction, and the plot.
+
+This package does not import rclpy.
+"""
+
+from __future__ import annotations
+
+
+class IdentificationError(ValueError):
+    """Input that cannot be identified from; the message names the problem and the fix."""
+
+
+__all__ = ["IdentificationError"]

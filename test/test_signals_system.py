@@ -1,0 +1,172 @@
+"""Signals, as a user sends them: Ctrl-C while an executable starts, and while a launched graph runs.
+
+- SIGINT 0.2, 0.5 and 1.0 s into each executable (the nodes, the tools) and into
+  ``skelarm-ros launch sim``, ten times each: the process ends without a traceback,
+  ``FATAL``, an ``Exception in ... callback`` line, a rosout error or a crash, with the
+  exit code of its kind (0 for a node or a launch, 130 for a tool that had not
+  finished, 0 for one that had). Started as ``skelarm-ros launch`` starts the
+  package's executables (signals blocked until their handlers are in place), and as a
+  shell starts them. A shell's process gets its signal right after the package's code
+  put its handlers in place (seen in ``/proc/<pid>/status``): before that, in the
+  interpreter's own start-up, Python itself answers a signal, and on a busy machine
+  that start-up alone takes from tenths of a second to more than a second
+  (docs/interfaces.md, "Signals").
+- Ctrl-C to a running ``skelarm-ros launch sim``, twenty times: every stop is clean.
+
+The delays before each signal are what these tests are about (the signal's moment),
+not a wait for something to happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import procs
+import pytest
+
+from skelarm_ros.engine import ArmEngine, run_controlled
+from skelarm_ros.log_to_bag import log_to_bag
+from skelarm_ros.scenario import load_scenario
+from skelarm_ros.startup import started_blocked
+
+pytestmark = pytest.mark.slow
+
+NOISE = ("Traceback", "FATAL", "Exception in", "Failed to publish log message to rosout", "Segmentation fault")
+DELAYS = (0.2, 0.5, 1.0)
+REPEATS = 10
+RUNS = 20  # Ctrl-C to a running graph
+PARALLEL = 3  # processes signalled at once (each on its own DDS domain)
+
+
+def environment(index: int) -> dict[str, str]:
+    """This test process's environment on a DDS domain of its own for run ``index``."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(200 + (os.getpid() + index) % 30)
+    return env
+
+
+def handles_sigterm(pid: int) -> bool:
+    """Whether the process has a handler of its own for SIGTERM (Python leaves it at the default until then)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # it ended: nothing to wait for
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+def interrupted(command: list[str], delay: float, index: int, cwd: Path, *, blocked: bool) -> tuple[int, str]:
+    """Start ``command``, send SIGINT ``delay`` seconds after (a shell's: after its handlers are in place)."""
+    with started_blocked() if blocked else contextlib.nullcontext():
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=environment(index),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        if not blocked:
+            deadline = time.monotonic() + procs.START_TIMEOUT
+            while not handles_sigterm(process.pid) and time.monotonic() < deadline:
+                time.sleep(0.005)  # polling /proc for the moment the handlers are in place
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30.0)
+    finally:
+        procs.kill(process)
+    return process.returncode, output.decode(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small bag for the tools to read."""
+    folder = tmp_path_factory.mktemp("bag") / "run"
+    scenario = load_scenario("reach")
+    engine = ArmEngine(scenario.skeleton, scenario.simulator.dt)
+    log_to_bag(run_controlled(engine, scenario.skeleton.clone(), scenario.controller, duration=0.1), folder)
+    return folder
+
+
+def executables(bag: Path, work: Path) -> dict[str, tuple[list[str], tuple[int, ...]]]:
+    """Each executable's command line and the exit codes a signal may leave (its kind's)."""
+    run = [sys.executable, "-m", "skelarm_ros.cli", "run"]
+    force = work / "push.csv"
+    force.write_text("t,fx,fy\n0.0,1.0,0.0\n1.0,1.0,0.0\n")
+    return {
+        "simulator": ([*run, "simulator"], (0,)),
+        "controller": ([*run, "controller"], (0,)),
+        "force_replay": ([*run, "force_replay", "--ros-args", "-p", f"source:={force}", "-p", "timing:=timer"], (0,)),
+        "recorder": ([*run, "recorder", "--ros-args", "-p", "output:=out_{index}"], (0,)),
+        "bag_to_log": ([*run, "bag_to_log", str(bag), "-o", "out_{index}.sklog.npz"], (0, 130)),
+        "launch": ([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"], (0,)),
+    }
+
+
+STARTS = [("launcher", delay) for delay in DELAYS] + [("shell", 0.0)]
+
+
+@pytest.mark.parametrize(("started_by", "delay"), STARTS)
+@pytest.mark.parametrize("name", ["simulator", "controller", "force_replay", "recorder", "bag_to_log", "launch"])
+def test_a_signal_while_an_executable_starts_ends_it_quietly(
+    bag: Path, tmp_path: Path, name: str, started_by: str, delay: float
+) -> None:
+    command, codes = executables(bag, tmp_path)[name]
+
+    def one(index: int) -> tuple[int, str]:
+        words = [word.format(index=index) for word in command]
+        return interrupted(words, delay, index, tmp_path, blocked=started_by == "launcher")
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results = list(pool.map(one, range(REPEATS)))
+    for code, output in results:
+        assert code in codes, f"exit {code} (expected one of {codes}):\n{output}"
+        for noise in NOISE:
+            assert noise not in output, output
+    leftovers = sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".out"))
+    assert leftovers == []  # no half-written output
+
+
+def test_ctrl_c_stops_a_running_graph_cleanly_every_time(tmp_path: Path) -> None:
+    def one(index: int) -> tuple[int, str]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"],
+            env=environment(index),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        lines = []
+        try:
+            assert process.stdout is not None
+            deadline = time.monotonic() + procs.START_TIMEOUT
+            for line in process.stdout:  # the graph runs once the controller reports its progress
+                lines.append(line)
+                if "stepping every" in line or time.monotonic() > deadline:
+                    break
+            process.send_signal(signal.SIGINT)
+            rest, _ = process.communicate(timeout=30.0)
+        finally:
+            procs.kill(process)
+        return process.returncode, "".join(lines) + rest
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results = list(pool.map(one, range(RUNS)))
+    clean = 0
+    for code, output in results:
+        assert "stepping every" in output, output
+        assert code == 0, output
+        for noise in NOISE:
+            assert noise not in output, output
+        assert "stopped by a signal; ran" in output, output
+        clean += 1
+    assert clean == RUNS
