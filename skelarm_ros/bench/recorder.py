@@ -122,10 +122,12 @@ def _wait_for_line(log: Path, text: str, timeout: float) -> bool:
     return True
 
 
-def recorded_rate(folder: Path, storage: str, rate: int, seconds: float, *, events: bool) -> tuple[bool, str]:
+def recorded_rate(
+    folder: Path, storage: str, rate: int, seconds: float, *, events: bool, attempt: int = 1
+) -> tuple[bool, str]:
     """Record a publisher at ``rate`` messages/s; return whether it was sustained and a line saying what happened."""
     env = _environment(folder)
-    bag = folder / f"bag_{storage}_{rate}_{'events' if events else 'single'}"
+    bag = folder / f"bag_{storage}_{rate}_{'events' if events else 'single'}_{attempt}"
     recorder_args = ["-m", "skelarm_ros.bench.recorder", "recorder" if events else "recorder-single"]
     recorder_args += ["--ros-args", "-p", f"output:={bag}", "-p", f"storage:={storage}"]
     recorder_log = folder / f"{bag.name}_recorder.log"
@@ -175,7 +177,9 @@ def highest_sustained(folder: Path, storage: str, rates: tuple[int, ...], second
         for kind in [kind for kind in best if kind in going]:
             label = "EventsExecutor" if kind == "events" else "single-threaded"
             for attempt in range(1, TRIES + 1):
-                sustained, line = recorded_rate(folder, storage, rate, seconds, events=kind == "events")
+                sustained, line = recorded_rate(
+                    folder, storage, rate, seconds, events=kind == "events", attempt=attempt
+                )
                 verdict = "sustained" if sustained else "NOT sustained"
                 print(f"  {storage:7} {label:15} {rate:6d}/s try {attempt}: {line}  {verdict}", flush=True)
                 if sustained:
