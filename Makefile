@@ -10,8 +10,9 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 env:
 	@bash tools/setup-env
 
+# The demo replaces its own demo_output/ (--force) on every run.
 demo: env
-	@$(VENV)/bin/skelarm-ros demo
+	@$(VENV)/bin/skelarm-ros demo --force
 
 test: env lint
 	@$(PY) -m pytest -q

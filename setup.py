@@ -3,12 +3,38 @@
 from glob import glob
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop
+from setuptools.command.install_scripts import install_scripts
 
 package_name = "skelarm_ros"
 
 # Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them: each enters through
 # skelarm_ros.startup (which imports nothing heavy, so a signal during start-up ends it quietly).
 from skelarm_ros.startup import EXECUTABLES  # noqa: E402 - the one list of executables
+
+# `skelarm-ros` runs the nodes and the graph on a machine without ROS 2; pip puts it in the
+# environment's bin/. A ROS 2 build (colcon: `setup.py install`, or `develop` with
+# --symlink-install) writes console scripts into lib/skelarm_ros, where `ros2 run` and
+# `ros2 pkg executables` find them; there it would only list a second launcher beside
+# `ros2 launch` and `ros2 run`, so those two commands leave it out.
+WITHOUT_ROS_ONLY = frozenset({"skelarm-ros"})
+
+
+class InstallScripts(install_scripts):
+    """``setup.py install``'s scripts, without the ones only a machine without ROS 2 needs."""
+
+    def write_script(self, script_name: str, contents: str, mode: str = "t", *ignored: object) -> None:
+        if script_name not in WITHOUT_ROS_ONLY:
+            super().write_script(script_name, contents, mode, *ignored)
+
+
+class Develop(develop):
+    """``setup.py develop``'s scripts, without the ones only a machine without ROS 2 needs."""
+
+    def write_script(self, script_name: str, contents: str, mode: str = "t", blockers: tuple = ()) -> None:
+        if script_name not in WITHOUT_ROS_ONLY:
+            super().write_script(script_name, contents, mode, blockers)
+
 
 setup(
     name=package_name,
@@ -32,10 +58,11 @@ setup(
     description="ROS 2 nodes for the skelarm planar-arm simulator.",
     license="GPL-3.0-only",
     python_requires=">=3.12",
+    cmdclass={"install_scripts": InstallScripts, "develop": Develop},
     entry_points={
         "console_scripts": [
             *(f"{name} = skelarm_ros.startup:{name}" for name in EXECUTABLES),
-            "skelarm-ros = skelarm_ros.cli:main",
+            "skelarm-ros = skelarm_ros.cli:console",
         ],
         # Controller builders the controller node registers with skelarm (skelarm_ros.control.plugins).
         "skelarm_ros.controllers": ["excitation = skelarm_ros.excitation:build_controller"],

@@ -64,9 +64,11 @@ from skelarm_ros.interface import (
     channel_topic,
     default_joint_names,
     sibling,
+    split_names,
     stamp_to_nanoseconds,
 )
 from skelarm_ros.logfile import LogFileError, write_log
+from skelarm_ros.outputs import add_force_option, check_new
 from skelarm_ros.scenario import ScenarioError, load_arm
 from skelarm_ros.urdf import URDFError, skeleton_from_urdf
 
@@ -1102,6 +1104,8 @@ def bag_to_log(
     extra = log_extra(
         plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
     )
+    if arm is not None:  # the scenario's tables travel with the log, as a skelarm run's do (plot draws its task)
+        extra["source_config"] = arm.config
     try:
         write_log(
             output, aligned.arrays, skeleton=skeleton, producer=TOOL, channel_meta=aligned.channel_meta, extra=extra
@@ -1137,18 +1141,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--clock", choices=CLOCKS, default="header", help="header stamps (default) or log time")
     parser.add_argument("--scenario", help="scenario or robot TOML whose skeleton to embed")
     parser.add_argument("--recover", action="store_true", help="read a truncated MCAP up to its damage")
+    add_force_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``bag_to_log`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",") if name.strip()] if args.joints else None
+    joints = split_names(args.joints) or None
     if args.joints is not None and not joints:
         print("bag_to_log: error: --joints is empty; give joint names separated by commas", file=sys.stderr)
         return 2
     progress = sys.stderr if sys.stderr.isatty() else None
     try:
+        check_new(args.output, args.force)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             summary = bag_to_log(
@@ -1163,7 +1169,7 @@ def main(argv: list[str] | None = None) -> int:
                 recover=args.recover,
                 progress=progress,
             )
-    except (BagError, ConversionError, ScenarioError) as error:
+    except (BagError, ConversionError, ScenarioError, ValueError) as error:  # ValueError: check_new's sentence
         print(f"bag_to_log: error: {error}", file=sys.stderr)
         return 1
     for warning in caught:

@@ -40,11 +40,12 @@ from skelarm_ros.rosbags_adapter import (
     open_reader,
     recover_mcap,
     referenced_types,
+    ros1_to_ros2,
     storage_of,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterator
+    from collections.abc import Callable, Collection, Iterable, Iterator
 
     from rosbags.typesys.store import Typestore
 
@@ -105,6 +106,7 @@ class Bag:
     _sources: list[Callable[[set[str]], Iterator[RawMessage]]] = field(repr=False)
     _stack: ExitStack = field(repr=False)
     skipped_messages: dict[str, int] = field(default_factory=dict)
+    qos: dict[str, TopicQos] = field(default_factory=dict)
 
     def close(self) -> None:
         """Close every file of the bag."""
@@ -328,6 +330,7 @@ def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], 
         is_ros2=is_ros2,
         _sources=[source for storage in storages for source in storage.sources],
         _stack=stack,
+        qos=offered_qos(connections),
     )
 
 
@@ -381,3 +384,110 @@ def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: 
         zero,
         False,
     )
+
+
+@dataclass(frozen=True)
+class TopicQos:
+    """The QoS a topic was recorded with (what a player offers again).
+
+    Attributes
+    ----------
+    reliable : bool
+        Every recorded publisher offered reliable delivery (else best effort).
+    transient_local : bool
+        A recorded publisher offered transient-local durability (latched).
+    depth : int
+        The largest history depth offered (0 when the bag does not say).
+    """
+
+    reliable: bool = True
+    transient_local: bool = False
+    depth: int = 0
+
+
+def _connection_qos(connection: Connection) -> list[TopicQos]:
+    """Return the offered QoS of one connection (rosbag2 profiles, or a ROS 1 connection's latching)."""
+    ext = connection.ext
+    profiles = getattr(ext, "offered_qos_profiles", None)
+    if profiles is None:  # ROS 1: reliable TCP, latched when the publisher latched
+        return [TopicQos(reliable=True, transient_local=bool(getattr(ext, "latching", 0)))]
+    return [
+        TopicQos(
+            reliable=profile.reliability.name == "RELIABLE",
+            transient_local=profile.durability.name == "TRANSIENT_LOCAL",
+            depth=int(profile.depth),
+        )
+        for profile in profiles
+    ]
+
+
+def offered_qos(connections: Iterable[Connection]) -> dict[str, TopicQos]:
+    """Return the QoS each topic was recorded with: reliable if every publisher was, latched if one was.
+
+    Topics the bag records no QoS for (an old rosbag2 version) are left out; the
+    caller chooses their default.
+    """
+    found: dict[str, list[TopicQos]] = {}
+    for connection in connections:
+        found.setdefault(connection.topic, []).extend(_connection_qos(connection))
+    return {
+        topic: TopicQos(
+            reliable=all(item.reliable for item in items),
+            transient_local=any(item.transient_local for item in items),
+            depth=max((item.depth for item in items), default=0),
+        )
+        for topic, items in found.items()
+        if items
+    }
+
+
+# ROS 1 types that ROS 2 knows by another name (as rosbags-convert renames them).
+_RENAMES = {"tf/msg/tfMessage": "tf2_msgs/msg/TFMessage"}
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How a ROS 1 type is played as ROS 2.
+
+    Attributes
+    ----------
+    msgtype : str
+        The ROS 2 type (``sensor_msgs/msg/JointState``).
+    convert : Callable[[bytes], bytes]
+        ROS 1 bytes to little-endian CDR bytes of :attr:`msgtype`.
+    migrated : bool
+        Whether the two definitions differ beyond the header's ``seq`` (fields then
+        matched by name and type, the others set to their defaults).
+    """
+
+    msgtype: str
+    convert: Callable[[bytes], bytes]
+    migrated: bool
+
+
+def ros2_converter(bag: Bag, msgtype: str) -> Conversion | None:
+    """Return how to play a ROS 1 bag's ``msgtype`` as its ROS 2 type, or ``None`` when ROS 2 has none.
+
+    The bytes are rewritten with rosbags' converter (what ``rosbags-convert`` uses,
+    :func:`skelarm_ros.rosbags_adapter.ros1_to_ros2`): the same fields written again
+    as CDR (a header's ``seq`` dropped), a type whose fields differ migrated by name.
+
+    Parameters
+    ----------
+    bag : Bag
+        An open ROS 1 bag (its type store holds the stored ROS 1 definitions).
+    msgtype : str
+        The type as rosbags names it (``sensor_msgs/msg/JointState``).
+
+    Returns
+    -------
+    Conversion | None
+        The ROS 2 type and the byte converter; ``None`` when ROS 2 Jazzy has no type of
+        that name (``rosgraph_msgs/msg/Log``, a package of ROS 1 only).
+    """
+    jazzy = get_typestore(Stores.ROS2_JAZZY)
+    target = _RENAMES.get(msgtype, msgtype)
+    if target not in jazzy.fielddefs or msgtype not in bag.typestore.fielddefs:
+        return None
+    converter, migrated = ros1_to_ros2(bag.typestore, jazzy, msgtype, target)
+    return Conversion(target, converter, migrated)

@@ -13,7 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from skelarm_ros.startup import EXECUTABLES, NODE_STOPPED, NODES, TOOL_INTERRUPTED, load, quiet_start, run_tool, start
+from skelarm_ros.startup import (
+    EXECUTABLES,
+    NODE_STOPPED,
+    NODES,
+    TOOL_INTERRUPTED,
+    exit_quietly,
+    load,
+    quiet_start,
+    run_tool,
+    start,
+)
 
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -89,5 +99,10 @@ def _dispatch(args: list[str]) -> int:
     return 2
 
 
+def console() -> int:
+    """Run the ``skelarm-ros`` console script: :func:`main`, then quiet until the process ends."""
+    return exit_quietly(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

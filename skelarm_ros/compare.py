@@ -40,8 +40,10 @@ from skelarm_ros.interface import (
     NANOSECONDS,
     default_joint_names,
     sibling,
+    split_names,
     stamp_to_nanoseconds,
 )
+from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -370,32 +372,30 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated joint names in the order unstamped (Float64MultiArray) commands carry them",
     )
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a raster image (default 120)")
+    add_force_option(parser)
     return parser
-
-
-def _default_output(shadow: Path) -> Path:
-    name = shadow.name
-    for suffix in (".sklog.npz", ".npz", ".db3", ".mcap", ".bag"):
-        name = name.removesuffix(suffix)
-    return Path.cwd() / f"{name or 'shadow'}_compare.png"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skelarm-ros compare``; returns the exit code (1 with one sentence on bad input)."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    output = Path(args.output) if args.output else _default_output(Path(args.shadow))
-    joints = [name.strip() for name in args.command_joints.split(",") if name.strip()]
+    suffixes = (".sklog.npz", ".npz", ".db3", ".mcap", ".bag")
+    output = Path(args.output) if args.output else named_after(Path(args.shadow), "_compare.png", suffixes, Path.cwd())
+    joints = split_names(args.command_joints)
     try:
-        if not output.parent.is_dir():
-            msg = f"folder '{output.parent}' for the image does not exist; create it"
-            raise CompareError(msg)
+        check_new(output, args.force)
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    try:
         recorded = load_commands(args.recorded, args.recorded_topic, joints)
         shadow = load_commands(args.shadow, args.shadow_topic, joints)
         comparison = compare_commands(recorded, shadow)
         print(f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)")
         print(f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} commands)")
         print(comparison.text())
-        plot_comparison(recorded, shadow, comparison).savefig(output, dpi=args.dpi)
+        figure = plot_comparison(recorded, shadow, comparison)
+        write_atomically(output, lambda path: figure.savefig(path, dpi=args.dpi))
     except CompareError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 1

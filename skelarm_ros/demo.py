@@ -39,6 +39,7 @@ import numpy as np
 
 from skelarm_ros.forces import CSV_COLUMNS, RecordedForce
 from skelarm_ros.lifecycle import RUN_SUMMARY
+from skelarm_ros.outputs import add_force_option, check_new
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -447,7 +448,7 @@ def run_demo(
 
     started = time.monotonic()
     with contextlib.redirect_stdout(io.StringIO()):
-        code = plot_main([str(paths.log), "-o", str(paths.picture), "--scenario", str(scenario_path)])
+        code = plot_main([str(paths.log), "-o", str(paths.picture), "--scenario", str(scenario_path), "--force"])
     if code != 0:
         msg = f"skelarm-ros plot could not draw {paths.log}"
         raise DemoError(msg)
@@ -479,10 +480,12 @@ def main() -> int:
         "--duration", type=float, default=DEFAULT_DURATION, help=f"simulated seconds (default {DEFAULT_DURATION})"
     )
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help="scenario: a bundled name or a path")
+    add_force_option(parser)
     args = parser.parse_args(sys.argv[1:])
     if not (math.isfinite(args.duration) and args.duration > PUSH_START + PUSH_LENGTH):
         parser.error(f"--duration must be more than the push's end ({PUSH_START + PUSH_LENGTH} s), got {args.duration}")
     try:
+        check_new(args.output, args.force)  # with --force the demo replaces its own files in the folder
         summary = run_demo(args.output, duration=args.duration, scenario=args.scenario)
     except (DemoError, ValueError) as error:
         print(f"skelarm-ros demo: error: {error}", file=sys.stderr)

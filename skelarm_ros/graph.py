@@ -36,7 +36,9 @@ from skelarm_ros.interface import (
     check_non_negative,
     check_positive,
     default_joint_names,
+    split_names,
 )
+from skelarm_ros.outputs import check_new
 from skelarm_ros.replay import shadow_topics
 from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.urdf import skeleton_to_urdf
@@ -286,7 +288,7 @@ def normalize_namespace(text: str) -> str:
 
 def _names(values: Mapping[str, str], argument: str, num_joints: int) -> list[str]:
     """Split a comma-separated list of joint names; empty when not given."""
-    names = [name.strip() for name in values[argument].split(",") if name.strip()]
+    names = split_names(values[argument])
     if names and (len(names) != num_joints or len(set(names)) != len(names)):
         msg = f"{argument} '{values[argument]}' must name each of the arm's {num_joints} joints once, comma-separated"
         raise GraphError(msg)
@@ -304,12 +306,13 @@ def _existing_path(text: str, argument: str, what: str) -> str:
 def _new_path(text: str, argument: str, what: str) -> str:
     """Check before anything starts that an output can be made: it does not exist, its folder does."""
     path = Path(text).expanduser().resolve()
-    if path.exists():
+    if path.exists():  # a launch has no --force: a recording never replaces one
         msg = f"{argument} '{text}' exists already; give {what} that does not exist yet (nothing is overwritten)"
         raise GraphError(msg)
-    if not path.parent.is_dir():
-        msg = f"{argument} '{text}': the folder '{path.parent}' does not exist; create it or choose another path"
-        raise GraphError(msg)
+    try:
+        check_new(path)
+    except ValueError as error:
+        raise GraphError(f"{argument}: {error}") from None
     return str(path)
 
 

@@ -41,8 +41,9 @@ from skelarm_ros.identification.twin import (
     torque_figure,
     twin_config,
     twin_skeleton,
-    write_atomically,
 )
+from skelarm_ros.interface import split_names
+from skelarm_ros.outputs import add_force_option, check_new, write_atomically
 from skelarm_ros.scenario import ArmSetup, ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -160,9 +161,10 @@ def _check_output(output: Path) -> None:
     if output.is_dir():
         msg = f"output '{output}' is a directory; name the twin's .toml file"
         raise IdentificationError(msg)
-    if not output.parent.is_dir():
-        msg = f"the folder of output '{output}' does not exist; create it or write elsewhere"
-        raise IdentificationError(msg)
+    try:
+        check_new(output, force=True)  # its folder; whether it may be replaced is the command line's (--force)
+    except ValueError as error:
+        raise IdentificationError(str(error)) from None
 
 
 def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: ConsistentSet, samples: Samples) -> dict:
@@ -425,13 +427,20 @@ def _parser() -> argparse.ArgumentParser:
         help=f"how far a centre of mass may leave its link (share of its scale; default {DEFAULT_COM_MARGIN})",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not write the torque plot")
+    add_force_option(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``identify`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",") if name.strip()] if args.joints else None
+    joints = split_names(args.joints) or None
+    try:
+        for output in (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),))):
+            check_new(output, args.force)
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -238,6 +238,11 @@ def check_joint_names(names: Sequence[str], num_joints: int, what: str = "joint_
     return list(names)
 
 
+def split_names(text: str | None) -> list[str]:
+    """Return the names of a comma-separated list (``"shoulder, elbow"``), blanks dropped; empty for ``None``."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
 def check_mode(mode: str, command_interface: str) -> None:
     """Check the simulator's ``mode`` and ``command_interface`` together.
 

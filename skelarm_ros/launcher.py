@@ -143,6 +143,34 @@ def find_executable(package: str, executable: str) -> list[str] | None:
     return [str(path)] if path.is_file() and os.access(path, os.X_OK) else None
 
 
+def node_label(spec: NodeSpec) -> str:
+    """Return the name both launchers give a node in what they say: ``<namespace>/<name>`` (``arm1/simulator``)."""
+    return f"{spec.namespace}/{spec.name}" if spec.namespace else spec.name
+
+
+def failure(name: str, code: int, *, running: bool = True) -> str:
+    """Return the sentence both launchers say when a node of the graph exits non-zero.
+
+    Parameters
+    ----------
+    name : str
+        The node's :func:`node_label`.
+    code : int
+        Its exit code (negative: the signal that ended it).
+    running : bool, optional
+        Whether the graph was running (the failure stops it) or already stopping.
+
+    Returns
+    -------
+    str
+        ``arm1/simulator failed with exit code 1; stopping the graph``, or, while
+        stopping, ``arm1/simulator ended with exit code -15``.
+    """
+    if running:
+        return f"{name} failed with exit code {code}; stopping the graph"
+    return f"{name} ended with exit code {code}"
+
+
 @dataclass
 class Planned:
     """One process to start: a label for its output, its command, and whether its exit ends the graph.
@@ -190,10 +218,10 @@ def plan(
     planned: list[Planned] = []
     for spec in specs:
         start = locate(spec.package, spec.executable)
-        label = f"{spec.namespace}/{spec.name}" if spec.namespace else spec.name
+        name = node_label(spec)
         if start is None:
             if spec.optional:
-                report(f"{spec.package} is not installed, so '{label}' is not started; the rest of the graph goes on")
+                report(f"{spec.package} is not installed, so '{name}' is not started; the rest of the graph goes on")
                 continue
             msg = f"executable '{spec.executable}' of package '{spec.package}' was not found; install {spec.package}"
             raise LaunchError(msg)
@@ -201,7 +229,7 @@ def plan(
         with params_file.open("w", encoding="utf-8") as stream:
             yaml.safe_dump(parameters_document(spec), stream, default_flow_style=False)
         command = [*start, *spec.arguments, *ros_arguments(spec, params_file)]
-        planned.append(Planned(label, command, spec.ends_graph, own=spec.package == PACKAGE))
+        planned.append(Planned(name, command, spec.ends_graph, own=spec.package == PACKAGE))
     return planned
 
 
@@ -296,14 +324,14 @@ class Runner:
                 if code is None:
                     continue
                 process.code = code
-                label = process.planned.label
+                name = process.planned.label
                 if code != 0:
-                    self.say(_LABEL, f"{label} failed with exit code {code}; stopping the graph")
+                    self.say(_LABEL, failure(name, code))
                     return True
                 if process.planned.ends_graph:
-                    self.say(_LABEL, f"{label} finished; stopping the graph")
+                    self.say(_LABEL, f"{name} finished; stopping the graph")
                     return False
-                self.say(_LABEL, f"{label} exited")
+                self.say(_LABEL, f"{name} exited")
             if all(process.code is not None for process in processes):
                 return False
         self.say(_LABEL, "stop requested; stopping the graph")
@@ -331,7 +359,7 @@ class Runner:
             if process.code is None:
                 process.code = process.popen.wait()
                 if process.code != 0 or process.forced:
-                    self.say(_LABEL, f"{process.planned.label} ended with exit code {process.code}")
+                    self.say(_LABEL, failure(process.planned.label, process.code, running=False))
                     unclean = True
             process.reader.join(self.stop_timeout)
         return unclean

@@ -21,9 +21,7 @@ This module does not import rclpy.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +46,10 @@ from skelarm_ros.interface import (
     channel_topic,
     default_joint_names,
     nanoseconds_to_stamp,
+    split_names,
 )
 from skelarm_ros.logfile import LogFile, LogFileError, read_log
+from skelarm_ros.outputs import add_force_option, check_new, write_folder_atomically
 from skelarm_ros.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ def log_to_bag(
     *,
     storage: str = "mcap",
     joint_names: Sequence[str] | None = None,
+    force: bool = False,
 ) -> int:
     """Write a skelarm log as a rosbag2 bag.
 
@@ -117,13 +118,10 @@ def log_to_bag(
         if key not in arrays:
             msg = f"the log has no '{key}' channel; log_to_bag needs time, q, dq and tau"
             raise LogError(msg)
-    output = Path(output)
-    if output.exists():
-        msg = f"output '{output}' exists already; remove it or choose another name"
-        raise LogError(msg)
-    if not output.resolve().parent.is_dir():
-        msg = f"output folder '{output.resolve().parent}' does not exist; create it first"
-        raise LogError(msg)
+    try:
+        output = check_new(output, force)
+    except ValueError as error:
+        raise LogError(str(error)) from None
     extra = meta.get("extra", {})
     q = np.atleast_2d(arrays["q"].T).T
     num = q.shape[1]
@@ -133,13 +131,11 @@ def log_to_bag(
         raise LogError(msg)
     origin = int(extra.get("time_origin_ns", 0))
     stamps = origin + np.round(np.asarray(arrays["time"], dtype=np.float64) * NANOSECONDS).astype(np.int64)
-    temp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.resolve().parent))
-    try:
-        count = _write(temp / output.name, arrays, meta, names, stamps, STORAGES[storage])
-        (temp / output.name).rename(output)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-    return count
+    counts: list[int] = []
+    write_folder_atomically(
+        output, lambda folder: counts.append(_write(folder, arrays, meta, names, stamps, STORAGES[storage]))
+    )
+    return counts[0]
 
 
 def _write(  # noqa: PLR0917
@@ -232,10 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", required=True, help="the bag directory to create")
     parser.add_argument("--storage", choices=list(STORAGES), default="mcap", help="storage format (default mcap)")
     parser.add_argument("--joints", help="joint names, comma separated (default: the log's, else j1..jN)")
+    add_force_option(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    joints = [name.strip() for name in args.joints.split(",")] if args.joints else None
+    joints = split_names(args.joints) or None
     try:
-        count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints)
+        count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints, force=args.force)
     except LogError as error:
         print(f"log_to_bag: error: {error}", file=sys.stderr)
         return 1

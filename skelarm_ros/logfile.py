@@ -17,8 +17,6 @@ This module imports neither rclpy nor rosbags.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import tomllib
 import zipfile
 from dataclasses import dataclass
@@ -29,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import skelarm
 from skelarm.recording import dump_toml
+
+from skelarm_ros.outputs import write_atomically
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -203,16 +203,12 @@ def write_log(
     if not folder.is_dir():
         msg = f"output folder '{folder}' does not exist; create it or choose another output path"
         raise LogFileError(msg)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
+
+    def save(temporary: Path) -> None:
+        with temporary.open("wb") as stream:
             np.savez(stream, **payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+
+    write_atomically(path, save, durable=True)
 
 
 def printable(text: str) -> str:

@@ -36,6 +36,7 @@ from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 from skelarm_ros.engine import sync_skeleton
 from skelarm_ros.logfile import LogFileError, read_log
 from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
+from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -281,15 +282,8 @@ def _parser() -> argparse.ArgumentParser:
         help="scenario or robot TOML for the arm and target when the log does not embed them",
     )
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a raster image (default 120)")
+    add_force_option(parser)
     return parser
-
-
-def _default_output(log_path: Path) -> Path:
-    name = log_path.name
-    for suffix in (".sklog.npz", ".npz"):
-        if name.endswith(suffix):
-            return log_path.with_name(name[: -len(suffix)] + ".png")
-    return log_path.with_name(name + ".png")
 
 
 def _arm_and_goals(log: skelarm.StateLog, scenario: str | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
@@ -306,15 +300,27 @@ def _arm_and_goals(log: skelarm.StateLog, scenario: str | None) -> tuple[skelarm
     return skeleton, goals
 
 
+def missing_notes(skeleton: skelarm.Skeleton | None, goals: Sequence[Goal]) -> list[str]:
+    """Say what the plot cannot show for want of the arm or the task, and how to give them."""
+    notes = []
+    if skeleton is None:
+        notes.append("the log embeds no skeleton, so the arm and its tip path are not drawn; pass --scenario")
+    if not any(goal.active for goal in goals):
+        notes.append(
+            "the log carries no task with a target (a scenario's [task]), so no target, tolerance ring or "
+            "distance panel; pass --scenario, or convert the bag with bag_to_log --scenario"
+        )
+    return notes
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``skelarm-ros plot``; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    output = Path(args.output) if args.output else _default_output(Path(args.log))
-    if not output.parent.is_dir():
-        print(
-            f"skelarm-ros plot: error: folder '{output.parent}' for the image does not exist; create it",
-            file=sys.stderr,
-        )
+    output = Path(args.output) if args.output else named_after(Path(args.log), ".png", (".sklog.npz", ".npz"))
+    try:
+        check_new(output, args.force)
+    except ValueError as error:
+        print(f"skelarm-ros plot: error: {error}", file=sys.stderr)
         return 1
     try:
         log = load_log(args.log)
@@ -322,15 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN stretches of a bag's log
             figure = plot_log(log, skeleton=skeleton, goals=goals, title=Path(args.log).name)
-        figure.savefig(output, dpi=args.dpi)
+        write_atomically(output, lambda path: figure.savefig(path, dpi=args.dpi))
     except (PlotError, ScenarioError) as error:
         print(f"skelarm-ros plot: error: {error}", file=sys.stderr)
         return 1
     except ValueError as error:  # an unusable [task] table, an unknown image format
         print(f"skelarm-ros plot: error: cannot draw '{args.log}' to '{output}': {error}", file=sys.stderr)
         return 1
-    if skeleton is None:
-        print("skelarm-ros plot: note: the log embeds no skeleton; pass --scenario to draw the arm", file=sys.stderr)
+    for note in missing_notes(skeleton, goals):
+        print(f"skelarm-ros plot: note: {note}", file=sys.stderr)
     print(f"wrote {output}")
     return 0
 

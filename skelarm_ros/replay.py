@@ -26,8 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skelarm_ros.bag_topics import TopicQos, offered_qos, ros2_converter
-from skelarm_ros.bags import Bag, BagError, open_bag
+from skelarm_ros.bags import Bag, BagError, TopicQos, open_bag, ros2_converter
 from skelarm_ros.interface import (
     JOINT_STATES,
     NANOSECONDS,
@@ -213,7 +212,7 @@ def plan_topics(bag: Bag, options: PlayOptions, has_type: Callable[[str], bool])
     """
     notes: list[str] = []
     skipped: dict[str, list[str]] = {}
-    recorded = offered_qos(bag)
+    recorded = bag.qos
     topics: list[PlayTopic] = []
     for name in _select(bag, options.topics, notes):
         msgtype = bag.topics[name].msgtype

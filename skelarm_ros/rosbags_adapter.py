@@ -29,6 +29,8 @@ This module does not import rclpy.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import struct
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -45,6 +47,8 @@ from rosbags.rosbag2 import storage_mcap as mcap
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
+
+    from rosbags.typesys.store import Typestore
 
 try:  # pragma: no cover - which one exists depends on the Python version
     from compression import zstd
@@ -296,3 +300,24 @@ class RecoveredMcap:
         found.sort(key=lambda item: item[0])
         for log_time, channel, data in found:
             yield wanted[channel], log_time, data
+
+
+def ros1_to_ros2(
+    source: Typestore, target: Typestore, msgtype: str, target_type: str
+) -> tuple[Callable[[bytes], bytes], bool]:
+    """Return a converter of ``msgtype``'s ROS 1 bytes into ``target_type``'s CDR bytes, and whether it migrates.
+
+    rosbags' ``generate_message_converter`` (not documented API; what
+    ``rosbags-convert`` uses) builds it, and prints a line when the two definitions
+    differ (a migration): that line is caught here and returned as the flag.
+    """
+    from rosbags.convert.converter import generate_message_converter
+
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        converter = generate_message_converter(source, target, msgtype, target_type, {}, src_is2=False, dst_is2=True)
+
+    def convert(data: bytes) -> bytes:
+        return bytes(converter(data))
+
+    return convert, bool(said.getvalue())

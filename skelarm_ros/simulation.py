@@ -32,6 +32,7 @@ from skelarm_ros.interface import (
     seconds_to_nanoseconds,
     seconds_to_stamp,
 )
+from skelarm_ros.lifecycle import AnswerCount
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -109,7 +110,9 @@ class Simulation:
         self._zero = np.zeros(num_joints)
         self._command: NDArray[np.float64] | None = None
         self._command_stamp: int | None = None
-        self.answered = AnswerCount()
+        self.answered = (
+            AnswerCount()
+        )  # the run's figure (skelarm_ros.lifecycle), counted where a step takes its command
         self.force = np.zeros(2)
         self.applied_force = self.force
 
@@ -266,42 +269,6 @@ class Simulation:
         self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
-
-
-class AnswerCount:
-    """How many steps applied the command answering the state before them, and how many did not.
-
-    Attributes
-    ----------
-    on_time : int
-        Steps whose command was computed from the state right before the step.
-    late : int
-        Steps that applied an older command (or none, after a timeout).
-    """
-
-    def __init__(self) -> None:
-        """Start at zero."""
-        self.on_time = 0
-        self.late = 0
-
-    def count(self, on_time: bool) -> None:
-        """Count one step."""
-        if on_time:
-            self.on_time += 1
-        else:
-            self.late += 1
-
-    @property
-    def total(self) -> int:
-        """Steps counted."""
-        return self.on_time + self.late
-
-    def summary(self) -> str:
-        """Return one phrase for a log line: ``'998 of 1000 steps (99.80%) applied the command answering ...'``."""
-        share = 100.0 * self.on_time / self.total if self.total else 0.0
-        return (
-            f"{self.on_time} of {self.total} steps ({share:.2f}%) applied the command answering the state before them"
-        )
 
 
 class LockstepPairing:

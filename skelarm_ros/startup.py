@@ -157,9 +157,21 @@ def start(name: str, argv: list[str] | None = None) -> int:
         return run_tool(function, name)
 
 
+def exit_quietly(code: int) -> int:
+    """Make SIGINT and SIGTERM end the process with ``code`` from now on, and return ``code``.
+
+    A console script's last step: between its program's end and the interpreter's, a
+    signal (a launch stopping its graph just then) would otherwise raise a
+    ``KeyboardInterrupt`` with nothing left to catch it.
+    """
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, end_quietly(code))
+    return code
+
+
 def _console_script(name: str) -> Callable[[], int]:
     def main() -> int:
-        return start(name)
+        return exit_quietly(start(name))
 
     main.__name__ = main.__qualname__ = name
     main.__doc__ = f"Start ``{name}`` (the console script ``ros2 run skelarm_ros {name}`` runs)."

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from skelarm_ros.startup import EXECUTABLES
+
 REPO = Path(__file__).resolve().parents[1]
 COLCON = REPO / ".venv" / "bin" / "colcon"
 SOURCES = ("package.xml", "setup.py", "setup.cfg", "resource", "skelarm_ros", "config", "launch")
@@ -51,3 +53,5 @@ def test_colcon_build_installs_the_package(tmp_path: Path) -> None:
     simulator = install / "lib" / "skelarm_ros" / "simulator"
     assert simulator.is_file() and os.access(simulator, os.X_OK)
     assert "'console_scripts', 'simulator'" in simulator.read_text()
+    # `ros2 pkg executables skelarm_ros` lists the nodes and tools, not the launcher for machines without ROS 2.
+    assert sorted(path.name for path in simulator.parent.iterdir()) == sorted(EXECUTABLES)

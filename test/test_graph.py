@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, describe, normalize_namespace, resolve_arguments
-from skelarm_ros.launcher import find_executable, plan
+from skelarm_ros.launcher import failure, find_executable, plan
 from skelarm_ros.scenario import bundled_scenarios
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +200,7 @@ def test_use_sim_time_reaches_every_node():
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
         ({"record": "/"}, "record '/' exists already; give a bag folder to create that does not exist yet"),
-        ({"record": "/no/such/dir/bag"}, "record '/no/such/dir/bag': the folder '/no/such/dir' does not exist"),
+        ({"record": "/no/such/dir/bag"}, "record: the folder '/no/such/dir' of '/no/such/dir/bag' does not exist"),
     ],
 )
 def test_bad_values_give_one_sentence(arguments, sentence):
@@ -273,19 +274,32 @@ class _ParamsLoader(yaml.SafeLoader):
 _ParamsLoader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: loader.construct_sequence(node))
 
 
+def load_launch_file():
+    """sim.launch.py as a module (its functions are tested without ros2 launch)."""
+    spec = importlib.util.spec_from_file_location("sim_launch", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def launch_context(arguments):
+    """A launch context holding the declared defaults and the given arguments, as ros2 launch sets them."""
+    from launch import LaunchContext
+
+    context = LaunchContext()
+    context.launch_configurations.update({name: argument.default for name, argument in ARGUMENTS.items()} | arguments)
+    return context
+
+
 def launch_file_nodes(arguments):
     """What sim.launch.py starts, evaluated with launch_ros but without starting anything."""
-    from launch import LaunchContext
     from launch.actions import EmitEvent, RegisterEventHandler
     from launch.events import Shutdown
     from launch.events.process import ProcessExited
     from launch_ros.actions import Node
 
-    spec = importlib.util.spec_from_file_location("sim_launch", LAUNCH_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    context = LaunchContext()
-    context.launch_configurations.update({name: argument.default for name, argument in ARGUMENTS.items()} | arguments)
+    module = load_launch_file()
+    context = launch_context(arguments)
     actions = module.graph_actions(context)
     handlers = [action.event_handler for action in actions if isinstance(action, RegisterEventHandler)]
     found = []
@@ -297,21 +311,31 @@ def launch_file_nodes(arguments):
             for rules in yaml.load(Path(path).read_text(), Loader=_ParamsLoader).values():
                 parameters |= rules["ros__parameters"]
         namespace = node.expanded_node_namespace if node.expanded_node_namespace.startswith("/") else ""
-        exited = ProcessExited(action=node, name=node.name, cmd=[], cwd=None, env=None, pid=1, returncode=0)
-        ends = [handler for handler in handlers if handler.matches(exited)]
-        for handler in ends:
-            (emit,) = handler.handle(exited, context)
+        full_name = f"{namespace.rstrip('/')}/{node._Node__expanded_node_name}"
+
+        def exited(code, node=node):
+            return ProcessExited(action=node, name=node.name, cmd=[], cwd=None, env=None, pid=1, returncode=code)
+
+        # Every node has one exit handler: a clean exit ends the graph only for a node that ends it...
+        (handler,) = [handler for handler in handlers if handler.matches(exited(0))]
+        on_success = handler.handle(exited(0), context)
+        if on_success:
+            (emit,) = on_success
             assert isinstance(emit, EmitEvent)
             assert isinstance(emit.event, Shutdown)
+        # ... and a failure ends the launch with the launcher's sentence, whichever node it is.
+        with pytest.raises(module.NodeFailed) as raised:
+            handler.handle(exited(1), context)
+        assert str(raised.value) == failure(full_name.lstrip("/"), 1)
         found.append(
             (
                 node.node_package,
                 node.node_executable,
-                f"{namespace.rstrip('/')}/{node._Node__expanded_node_name}",
+                full_name,
                 parameters,
                 [tuple(rule) for rule in node.expanded_remapping_rules or []],
                 list(node._Node__arguments or []),
-                bool(ends),
+                bool(on_success),
             )
         )
     return found
@@ -343,13 +367,67 @@ def test_launcher_command_lines_carry_exactly_the_description(arguments, tmp_pat
         assert item.ends_graph == spec.ends_graph
 
 
+def require(module: str, instead: str) -> None:
+    """Skip unless a ROS 2 tool's Python package is importable, saying which test checks the behaviour here."""
+    pytest.importorskip(
+        module, reason=f"{module} is not importable here (it comes with a ROS 2 distribution, not PyPI); {instead}"
+    )
+
+
 @pytest.mark.parametrize(
     "arguments", ARGUMENT_SETS, ids=lambda a: " ".join(f"{k}:={v}" for k, v in a.items()) or "defaults"
 )
 def test_launch_file_and_launcher_start_the_same_nodes(arguments, tmp_path):
-    pytest.importorskip(
+    require(
         "launch_ros",
-        reason="launch_ros is not importable here (it comes with a ROS 2 distribution, not PyPI); "
         "test_launcher_command_lines_carry_exactly_the_description checks the launcher against the description",
     )
     assert launch_file_nodes(arguments) == launcher_nodes(arguments, tmp_path)
+
+
+def test_launch_file_refuses_an_unknown_argument_with_the_launchers_sentence():
+    require("launch_ros", "test_bad_values_give_one_sentence checks the sentence the launcher says")
+    module = load_launch_file()
+    with pytest.raises(GraphError) as raised:
+        module.graph_actions(launch_context({"mod": "lockstep"}))
+    with pytest.raises(GraphError) as said:
+        resolve_arguments({"mod": "lockstep"})
+    assert str(raised.value) == str(said.value)
+    assert str(raised.value).startswith("unknown launch argument 'mod'; the arguments are scenario, mode, ")
+    # What launch and launch_ros keep in the launch configurations themselves is no argument.
+    own = {"ros_namespace": "/lab", "ros_remaps": "", "global_params": "", "emulate_tty": "true", "launch-prefix": ""}
+    assert [type(action).__name__ for action in module.graph_actions(launch_context(own))] == [
+        "Node",
+        "RegisterEventHandler",
+    ] * 2
+
+
+class _Records(logging.Handler):
+    """Keeps what a logger says (launch's loggers do not propagate to the root logger pytest watches)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_ros2_launch_of_an_unknown_argument_exits_1_with_the_launchers_sentence():
+    require("ros2launch", "test_launcher.py checks that skelarm-ros launch refuses bad arguments")
+    from ros2launch.api import launch_a_launch_file
+
+    heard = _Records()
+    logging.getLogger("launch").addHandler(heard)
+    try:
+        # What `ros2 launch skelarm_ros sim.launch.py mod:=lockstep` runs, with this checkout's launch file.
+        code = launch_a_launch_file(
+            launch_file_path=str(LAUNCH_FILE), launch_file_arguments=["mod:=lockstep"], noninteractive=True
+        )
+    finally:
+        logging.getLogger("launch").removeHandler(heard)
+    assert code == 1
+    with pytest.raises(GraphError) as said:
+        resolve_arguments({"mod": "lockstep"})
+    said_by_launch = [(record.name, record.levelname, record.getMessage()) for record in heard.records]
+    assert ("launch", "ERROR", f"Caught exception in launch (see debug for traceback): {said.value}") in said_by_launch

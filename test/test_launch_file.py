@@ -9,7 +9,7 @@ runs where launch_testing is not installed.
 from __future__ import annotations
 
 import math
-import time
+import sys
 import unittest
 from pathlib import Path
 
@@ -28,6 +28,10 @@ from ament_index_python.packages import PackageNotFoundError, get_package_share_
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+
+# pytest puts test/ on the import path; `launch_test test/test_launch_file.py` loads this file alone.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_launcher_system import Probe, reach_target  # noqa: E402
 
 try:
@@ -62,7 +66,7 @@ class TestReach(unittest.TestCase):
             return math.hypot(tip.x - x, tip.y - y) < tolerance and max(map(abs, probe.states[-1].velocity)) < 0.01
 
         try:
-            done = probe.spin_until(reached, time.monotonic() + DEADLINE)
+            done = probe.wait_for(reached, DEADLINE)
             self.assertTrue(probe.states, "no joint_states arrived")
             self.assertTrue(probe.commands, "the controller published no effort commands")
             self.assertTrue(done, f"the tip did not come to rest at ({x}, {y}) within {tolerance} m")

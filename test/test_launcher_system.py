@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import tomllib
+from collections.abc import Sequence
 
 import procs
 import pytest
@@ -31,6 +32,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 START_DEADLINE = 60.0  # s for the graph to start on a loaded machine
 STARTED = re.compile(r"^\[launch\] started (\S+) \(pid (\d+)\)$")
+LAUNCHER = (sys.executable, "-m", "skelarm_ros.cli", "launch", "sim")
 
 
 def reach_target() -> tuple[float, float, float]:
@@ -41,25 +43,51 @@ def reach_target() -> tuple[float, float, float]:
 
 
 class Launch:
-    """``skelarm-ros launch sim`` as a process, its output collected line by line."""
+    """A launcher as a process, its output collected line by line: ``skelarm-ros launch sim`` unless told.
 
-    def __init__(self, *arguments: str) -> None:
-        command = [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments]
+    Parameters
+    ----------
+    *arguments : str
+        ``name:=value`` launch arguments.
+    command : Sequence[str], optional
+        The launcher's command line before the arguments.
+    """
+
+    started = STARTED  # the line that gives a started node's label and pid
+
+    def __init__(self, *arguments: str, command: Sequence[str] = LAUNCHER) -> None:
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(os.environ)
+            [*command, *arguments],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ),
         )
         self.lines: list[str] = []
+        self._news = threading.Condition()  # notified on each line and at the end of the output
+        self._ended = False
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
         for raw in iter(self.process.stdout.readline, b""):
-            self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+            with self._news:
+                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
+                self._news.notify_all()
+        with self._news:
+            self._ended = True
+            self._news.notify_all()
 
     def node_pids(self) -> dict[str, int]:
         """The launched nodes' pids, from the launcher's 'started' lines."""
-        return {m[1]: int(m[2]) for m in (STARTED.match(line) for line in list(self.lines)) if m}
+        return {m[1]: int(m[2]) for m in (self.started.match(line) for line in list(self.lines)) if m}
+
+    def wait_for_line(self, text: str, timeout: float) -> bool:
+        """Whether a line containing ``text`` comes out within ``timeout`` seconds (before the output ends)."""
+        with self._news:
+            self._news.wait_for(lambda: self._ended or any(text in line for line in self.lines), timeout)
+            return any(text in line for line in self.lines)
 
     def wait(self, timeout: float) -> int:
         code = self.process.wait(timeout)

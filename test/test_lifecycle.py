@@ -122,6 +122,17 @@ def test_each_reset_starts_a_time_line_that_the_summary_reports() -> None:
     assert "time line 2 (after the last reset): ran 3 steps (0.006 s simulated)" in text
 
 
+def test_a_realtime_summary_gives_the_share_of_steps_that_applied_the_answering_command() -> None:
+    run = started("realtime")
+    for k in range(1, 5):
+        run.answered.count(k != 3)
+        run.stepped(100.0 + 0.01 * k, k, 0.002 * k)
+    assert run.summary().endswith("; 3 of 4 steps (75.00%) applied the command answering the state before them")
+    lockstep = started("lockstep")
+    lockstep.answered.count(True)
+    assert "applied the command" not in lockstep.summary()  # lockstep: every step does, by construction
+
+
 def test_a_run_that_never_started_says_so() -> None:
     assert SimulatorRun("lockstep", 0.002).summary() == "ran no step (the run had not started)"
 

@@ -117,11 +117,28 @@ def test_log_without_skeleton_takes_the_arm_from_scenario(tmp_path: Path, capsys
     path = tmp_path / "bare.sklog.npz"
     bare.save(path)
     assert cli.main(["plot", str(path)]) == 0  # default output next to the log
-    assert "embeds no skeleton; pass --scenario" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "note: the log embeds no skeleton, so the arm and its tip path are not drawn; pass --scenario" in err
+    assert "note: the log carries no task with a target (a scenario's [task]), so no target, tolerance ring" in err
     check_png(tmp_path / "bare.png")
     assert titles(plot_log(load_log(path))) == ["Joint angles", "Joint torques"]
     assert cli.main(["plot", str(path), "--scenario", str(REACH), "-o", str(tmp_path / "with.png")]) == 0
+    assert "note:" not in capsys.readouterr().err  # the scenario gives both
     check_png(tmp_path / "with.png")
+
+
+def test_an_existing_image_is_replaced_only_with_force(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "run.sklog.npz"
+    reference_run(REACH).save(path)
+    picture = tmp_path / "run.png"
+    picture.write_bytes(b"an older picture")
+    assert cli.main(["plot", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"skelarm-ros plot: error: '{picture}' exists already; choose another path, or pass --force to replace it\n"
+    )
+    assert picture.read_bytes() == b"an older picture"
+    assert cli.main(["plot", str(path), "--force"]) == 0
+    check_png(picture)
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from bagwriter import NS, START, arm_run, attitude, joint_state, recorded, string, write_bag, write_ros1_bag
 
-from skelarm_ros.bag_topics import TopicQos, offered_qos
-from skelarm_ros.bags import BagError, open_bag
+from skelarm_ros.bags import BagError, TopicQos, open_bag
 from skelarm_ros.replay import (
     VOLATILE_DEPTH,
     BagFrames,
@@ -82,7 +81,7 @@ def test_every_topic_plays_with_the_recorded_qos_and_robot_description_latched(t
 def test_recorded_latching_is_kept_and_a_bag_without_qos_plays_reliable_volatile(tmp_path):
     path = write_bag(tmp_path / "a", [("/tf_static", START, string("t")), *arm_run(2)], latched=("/tf_static",))
     with open_bag(path) as bag:
-        assert offered_qos(bag)["/tf_static"] == TopicQos(True, True, 10)
+        assert bag.qos["/tf_static"] == TopicQos(True, True, 10)
     bag, plan = plan_of(path)
     assert {t.name: t.qos.transient_local for t in plan.topics}["/tf_static"]
     bag.close()

@@ -190,3 +190,15 @@ def test_field_definitions_still_name_the_nested_types() -> None:
         "std_msgs/msg/Header",
         "geometry_msgs/msg/Point",
     ], moved("how arrays and sequences of messages are laid out in Typestore.fielddefs", who)
+
+
+def test_ros1_bytes_become_the_cdr_of_the_ros2_type() -> None:
+    noetic = get_typestore(Stores.ROS1_NOETIC)
+    message = noetic.types["std_msgs/msg/String"](data="hello")
+    try:
+        convert, migrated = adapter.ros1_to_ros2(noetic, STORE, "std_msgs/msg/String", "std_msgs/msg/String")
+        cdr = convert(bytes(noetic.serialize_ros1(message, "std_msgs/msg/String")))
+    except (ImportError, TypeError, AttributeError) as error:
+        pytest.fail(moved("rosbags.convert.converter.generate_message_converter", "the player's ROS 1 bags", error))
+    assert STORE.deserialize_cdr(cdr, "std_msgs/msg/String").data == "hello"
+    assert migrated is False

@@ -270,6 +270,24 @@ def test_realtime_duration_exits_0(tmp_path: Path) -> None:
     assert "ran 100 steps" in log
 
 
+def test_a_realtime_run_with_stamped_commands_reports_how_many_steps_applied_the_answering_one(
+    tmp_path: Path,
+) -> None:
+    controller = procs.start_node("controller", tmp_path / "controller.log", {"command_interface": "joint_commands"})
+    try:
+        sim = start_simulator(
+            tmp_path / "sim.log", "command_interface:=joint_commands", "wait_for_controller:=true", "duration:=1.0"
+        )
+        code = wait_exit(sim, 90.0)
+    finally:
+        end(controller)
+    log = (tmp_path / "sim.log").read_text()
+    assert code == 0, procs.logs(tmp_path)
+    found = re.search(r"ran 500 steps .*; (\d+) of (\d+) steps \(([0-9.]+)%\) applied the command answering", log)
+    assert found, log
+    assert 0 < int(found[1]) <= int(found[2]) <= 500
+
+
 @pytest.mark.parametrize("mode", ["realtime", "lockstep"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_ends_a_running_simulator_at_once_with_0(

@@ -30,6 +30,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",
     ),
+    "hosts": (
+        "skelarm_ros.bench.hosts:run",
+        "lockstep with simulator and controller on two hosts (network namespaces, veth, UDP) vs one host",
+    ),
 }
 
 

@@ -249,6 +249,13 @@ def _timing(log: skelarm.StateLog, shown: Path) -> tuple[str, str]:
     return timing, f"{where} ({timing.replace('_', ' ')})"
 
 
+def _required(values: NDArray[np.float64] | None, missing: str) -> NDArray[np.float64]:
+    """Return a channel that has at least one finite value, else raise ``missing``'s sentence."""
+    if values is None or not np.isfinite(values).any():
+        raise IdentificationError(missing)
+    return values
+
+
 def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recording:
     """Read one bag or ``.sklog.npz`` log.
 
@@ -281,20 +288,16 @@ def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recor
         msg = f"input '{source}' has no joint angles (channel 'q'); record joint states"
         raise IdentificationError(msg)
     width = q.shape[1]
-    dq = _channel(log, "dq", width)
-    if dq is None or not np.isfinite(dq).any():
-        msg = (
-            f"input '{source}' has no joint velocities; identify differentiates the velocity, "
-            "so record joint states with their velocity"
-        )
-        raise IdentificationError(msg)
-    tau = _channel(log, "tau", width)
-    if tau is None or not np.isfinite(tau).any():
-        msg = (
-            f"input '{source}' has no joint torque (no effort in its joint states and no effort commands); "
-            "record the commands (joint_commands or effort_controller/commands) or a driver's effort"
-        )
-        raise IdentificationError(msg)
+    dq = _required(
+        _channel(log, "dq", width),
+        f"input '{source}' has no joint velocities; identify differentiates the velocity, "
+        "so record joint states with their velocity",
+    )
+    tau = _required(
+        _channel(log, "tau", width),
+        f"input '{source}' has no joint torque (no effort in its joint states and no effort commands); "
+        "record the commands (joint_commands or effort_controller/commands) or a driver's effort",
+    )
     timing, effort = _timing(log, source)
     force = _channel(log, "ext_force", 2)
     if force is not None and not np.any(force[np.isfinite(force)]):

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +34,7 @@ from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import GAP_FACTOR, lowpass
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike, NDArray
@@ -115,18 +112,6 @@ def twin_config(
 def twin_skeleton(config: Mapping[str, Any]) -> skelarm.Skeleton:
     """Return the twin as skelarm reads it (:meth:`skelarm.Skeleton.from_config`, as ``from_toml`` does)."""
     return skelarm.Skeleton.from_config(config)
-
-
-def write_atomically(path: Path, write: Callable[[Path], object]) -> None:
-    """Write through a temporary file in the target folder, renamed over ``path`` at the end."""
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(handle)
-    temporary = Path(name)
-    try:
-        write(temporary)
-        temporary.replace(path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def toml_text(config: Mapping[str, Any]) -> str:

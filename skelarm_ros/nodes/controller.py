@@ -114,6 +114,8 @@ class ControllerNode(KitNode):
         If a parameter is out of range (the node is destroyed first).
     """
 
+    node_name = NODE_NAME
+    description = "Run a skelarm scenario's controller on joint_states."
     doc = DOC
 
     def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
@@ -317,13 +319,7 @@ class ControllerNode(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the controller node (``ros2 run skelarm_ros controller``) until stopped."""
-    return run_node(
-        ControllerNode,
-        name=NODE_NAME,
-        description="Run a skelarm scenario's controller on joint_states.",
-        doc=DOC,
-        args=args,
-    )
+    return run_node(ControllerNode, args=args)
 
 
 if __name__ == "__main__":

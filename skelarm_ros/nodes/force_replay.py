@@ -81,6 +81,8 @@ class ForceReplayNode(KitNode):
         If a parameter is invalid (one sentence naming it and what is accepted).
     """
 
+    node_name = NODE_NAME
+    description = "skelarm_ros force replay."
     doc = DOC
 
     def __init__(self, record: RecordedForce | None = None, **kwargs: Any) -> None:
@@ -193,7 +195,7 @@ class ForceReplayNode(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the force replay node until stopped; exit 1 at start-up when the source or a parameter is bad."""
-    return run_node(ForceReplayNode, name=NODE_NAME, description="skelarm_ros force replay.", doc=DOC, args=args)
+    return run_node(ForceReplayNode, args=args)
 
 
 if __name__ == "__main__":

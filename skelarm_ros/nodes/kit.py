@@ -106,12 +106,17 @@ class KitNode(Node):
         Completed with the exit code when the run ends by itself (:meth:`finish`).
     thread_priority : int
         SCHED_FIFO priority for the process's threads (0 leaves the scheduler alone).
+    node_name : str
+        The node's (and its program's) name; :func:`run_node` takes it, ``description``
+        (one sentence for ``--help``) and ``doc`` from the class.
     doc : str
         The node's page in the docs, named in parameter problems.
     events_executor : bool
         Spin on rclpy's EventsExecutor (else the single-threaded executor).
     """
 
+    node_name = ""
+    description = ""
     doc = "docs/interfaces.md"
     events_executor = True
 
@@ -154,22 +159,25 @@ def _noted(_signum: int, _frame: object) -> None:
 
 
 def run_node(
-    factory: Callable[[], KitNode], *, name: str, description: str, doc: str, args: list[str] | None = None
+    factory: type[KitNode] | Callable[[], KitNode],
+    *,
+    args: list[str] | None = None,
+    name: str = "",
+    description: str = "",
+    doc: str = "",
 ) -> int:
     """Run a node as a program: parse, init, build, spin until it finishes or a signal stops it.
 
     Parameters
     ----------
-    factory : Callable[[], KitNode]
-        Builds the node (after ``rclpy.init``).
-    name : str
-        The program's and the node's name, for the help and the console logger.
-    description : str
-        One sentence for ``--help``.
-    doc : str
-        The node's page in the docs, named when rclpy itself refuses a parameter.
+    factory : type[KitNode] | Callable[[], KitNode]
+        Builds the node (after ``rclpy.init``): a :class:`KitNode` class, whose
+        ``node_name``, ``description`` and ``doc`` are used, or any callable with them given.
     args : list[str] | None, optional
         The command line with the program name first; ``sys.argv`` when ``None``.
+    name, description, doc : str, optional
+        The program's name, one sentence for ``--help``, the node's page in the docs;
+        the class's when not given.
 
     Returns
     -------
@@ -177,6 +185,8 @@ def run_node(
         The node's exit code (:meth:`KitNode.wrap_up`), 0 when stopped by SIGINT or
         SIGTERM, 1 when it could not start (one sentence says why).
     """
+    if isinstance(factory, type) and issubclass(factory, KitNode):
+        name, description, doc = name or factory.node_name, description or factory.description, doc or factory.doc
     argv = list(sys.argv if args is None else args)
     argparse.ArgumentParser(
         prog=name, description=f"{description} Set parameters with --ros-args -p name:=value."

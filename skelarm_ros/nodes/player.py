@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from rclpy.publisher import Publisher
 
-    from skelarm_ros.bag_topics import TopicQos
+    from skelarm_ros.bags import TopicQos
 
 NODE_NAME = "player"
 DEFAULT_CLOCK_HZ = 40.0  # --clock without a rate, as ros2 bag play

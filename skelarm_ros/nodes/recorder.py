@@ -126,6 +126,8 @@ def take_waiting(subscription: Subscription) -> bytes | None:
 class Recorder(KitNode):
     """Subscribe to the arm graph's topics and hand their messages to a :class:`Recording`."""
 
+    node_name = NODE_NAME
+    description = "Record the arm graph's topics into a rosbag2 bag."
     doc = DOC
 
     def __init__(self, **kwargs: Any) -> None:
@@ -248,13 +250,7 @@ class Recorder(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the recorder until SIGINT or SIGTERM, then close the bag."""
-    return run_node(
-        Recorder,
-        name=NODE_NAME,
-        description="Record the arm graph's topics into a rosbag2 bag.",
-        doc=DOC,
-        args=args,
-    )
+    return run_node(Recorder, args=args)
 
 
 if __name__ == "__main__":

@@ -63,12 +63,12 @@ from skelarm_ros.nodes.kit import (
     newest,
     number,
     publishing_nodes,
+    run_node,
     say,
     strings,
     text,
     wait_for_acknowledgements,
 )
-from skelarm_ros.nodes.kit import run_node as _run_node
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.spinning import stop_requested
 from skelarm_ros.scenario import load_arm
@@ -130,6 +130,8 @@ class SimulatorNode(KitNode):
         If a parameter is invalid (one sentence naming it and what is accepted).
     """
 
+    node_name = NODE_NAME
+    description = "skelarm_ros simulator."
     doc = DOC
     now = staticmethod(time.monotonic)
     """The steady clock the run's times come from (seconds)."""
@@ -156,6 +158,7 @@ class SimulatorNode(KitNode):
             command_timeout=p["command_timeout"],
             lockstep_timeout=p["lockstep_timeout"],
             start_condition=self._need_controller or self.min_subscribers > 0,
+            answered=self.sim.answered,
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = int(p["thread_priority"])
@@ -430,16 +433,9 @@ class SimulatorNode(KitNode):
 
     # -- the end ------------------------------------------------------------------------------------------
 
-    def summary(self) -> str:
-        """One sentence on the run so far (each time line), with realtime's answered-command share."""
-        text = self.run.summary()
-        if not self.lockstep and self.sim.answered.total:
-            text += f"; {self.sim.answered.summary()}"
-        return text
-
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's summary."""
-        return f"stopped by a signal; {self.summary()}"
+        return f"stopped by a signal; {self.run.summary()}"
 
     def wrap_up(self) -> int:
         """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
@@ -455,7 +451,7 @@ class SimulatorNode(KitNode):
 
 def main(args: list[str] | None = None) -> int:
     """Run the simulator node until stopped, or until ``duration`` of simulated time has run."""
-    return _run_node(SimulatorNode, name=NODE_NAME, description="skelarm_ros simulator.", doc=DOC, args=args)
+    return run_node(SimulatorNode, args=args)
 
 
 if __name__ == "__main__":

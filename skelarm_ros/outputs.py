@@ -1,0 +1,122 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""How every tool writes what it makes: never over an existing output unless asked, never half.
+
+One rule for every tool that writes a file or a folder (``bag_to_log``, ``log_to_bag``,
+``plot``, ``identify``, ``compare``, ``demo``): an output that exists already is
+refused with one sentence, and ``--force`` replaces it. What is written goes into a
+temporary file (or folder) beside the output and is renamed over it at the end, so an
+error or a signal on the way leaves the old output (or none), never half of a new one.
+
+This module imports neither rclpy nor numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+
+class OutputExists(ValueError):
+    """An output that exists already, written without ``--force``."""
+
+
+def add_force_option(parser: argparse.ArgumentParser) -> None:
+    """Give a tool's parser the ``--force`` option of this rule."""
+    parser.add_argument("--force", action="store_true", help="replace an output that exists already")
+
+
+def check_new(path: str | Path, force: bool = False) -> Path:
+    """Return ``path`` after checking it may be written: it does not exist (or ``force``), its folder does.
+
+    Raises
+    ------
+    OutputExists
+        ``"'<path>' exists already; choose another path, or pass --force to replace it"``.
+    ValueError
+        When the folder it would go into does not exist.
+    """
+    path = Path(path)
+    if path.exists() and not force:
+        msg = f"'{path}' exists already; choose another path, or pass --force to replace it"
+        raise OutputExists(msg)
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        msg = f"the folder '{folder}' of '{path}' does not exist; create it or choose another path"
+        raise ValueError(msg)
+    return path
+
+
+def named_after(source: Path, ending: str, strip: tuple[str, ...] = (), folder: Path | None = None) -> Path:
+    """Return the default output of a tool reading ``source``: its name without one of ``strip``, plus ``ending``.
+
+    Parameters
+    ----------
+    source : Path
+        The input (``run.sklog.npz``).
+    ending : str
+        What the output's name ends with (``.png``, ``_compare.png``).
+    strip : tuple[str, ...], optional
+        Endings of ``source`` to drop first, the first that matches (``.sklog.npz``, ``.npz``).
+    folder : Path | None, optional
+        Where the output goes; ``source``'s folder when ``None``.
+    """
+    name = source.name
+    for suffix in strip:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return (source.parent if folder is None else folder) / f"{name}{ending}"
+
+
+def write_atomically(path: Path, write: Callable[[Path], object], *, durable: bool = False) -> None:
+    """Write ``path`` through a temporary file in its folder, renamed over it once ``write`` finished.
+
+    Parameters
+    ----------
+    path : Path
+        The output.
+    write : Callable[[Path], object]
+        Writes the whole output to the path it is given (the temporary file, which has
+        ``path``'s suffix, so writers that go by the suffix write the right format).
+    durable : bool, optional
+        Flush the file to disk before the rename (what survives a power cut).
+    """
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.resolve().parent)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        if durable:
+            with temporary.open("rb+") as stream:
+                os.fsync(stream.fileno())
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_folder_atomically(path: Path, write: Callable[[Path], object]) -> None:
+    """Write the folder ``path`` as a temporary folder beside it, moved into its place once ``write`` finished.
+
+    An existing folder at ``path`` (``--force``) is moved aside first and removed only
+    once the new one is in place.
+    """
+    parent = path.resolve().parent
+    work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=parent))
+    fresh = work / path.name
+    old = work / f"{path.name}.old"
+    try:
+        write(fresh)
+        if path.exists():
+            path.replace(old)
+        fresh.replace(path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,169 @@
+"""``ros2 launch skelarm_ros sim.launch.py`` for real, where ROS 2's ``ros2 launch`` and an installed skelarm_ros are.
+
+A node that fails fails the launch (exit 1, naming the node), as ``skelarm-ros launch`` does
+(test_launcher.py checks that with stand-in processes, test_faults_system.py the simulator's lockstep
+timeout); an unknown argument stops it before any node starts; a run that ends with its duration
+exits 0; a launch file of one's own with arguments of its own includes sim.launch.py in a group that
+does not forward them. Skipped with the reason where ``ros2 launch`` or the installed package is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+ROS2 = shutil.which("ros2")
+if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
+    pytest.skip(
+        "`ros2 launch` is not installed here (it comes with a ROS 2 distribution, not PyPI); "
+        "test_launcher_system.py and test_launcher.py check the same through `skelarm-ros launch sim`",
+        allow_module_level=True,
+    )
+
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory  # noqa: E402
+from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
+
+from skelarm_ros.graph import GraphError, resolve_arguments  # noqa: E402
+from skelarm_ros.launcher import failure  # noqa: E402
+
+try:
+    SHARE = Path(get_package_share_directory("skelarm_ros"))
+except (PackageNotFoundError, OSError):
+    pytest.skip(
+        "skelarm_ros is not installed in the ament index (build it with colcon and source install/setup.bash)",
+        allow_module_level=True,
+    )
+CAUGHT = "[ERROR] [launch]: Caught exception in launch (see debug for traceback): "
+STARTING = "lockstep: starting"  # the simulator's line when step 0 goes out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed_is_this_checkout() -> None:
+    installed = (SHARE / "launch" / "sim.launch.py").read_text()
+    if installed != (REPO / "launch" / "sim.launch.py").read_text():
+        pytest.fail(f"{SHARE}/launch/sim.launch.py is not this checkout's launch/sim.launch.py; run colcon build again")
+
+
+class Ros2Launch(Launch):
+    """``ros2 launch <launch file> name:=value ...`` as a process (by default the installed sim.launch.py)."""
+
+    started = re.compile(r"^\[INFO\] \[(\S+)-\d+\]: process started with pid \[(\d+)\]$")
+
+    def __init__(self, *arguments: str, launch_file: tuple[str, ...] = ("skelarm_ros", "sim.launch.py")) -> None:
+        super().__init__(*arguments, command=(ROS2, "launch", *launch_file))
+
+
+def run(launch: Ros2Launch, budget: float) -> int:
+    """Wait for the launch to end by itself; return its exit code (end it and fail after ``budget`` s)."""
+    try:
+        return launch.wait(budget)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ros2 launch did not end within {budget} s:\n{launch.output()}")
+    finally:
+        launch.end()
+
+
+def assert_nothing_left(launch: Ros2Launch, labels: set[str]) -> None:
+    pids = launch.node_pids()
+    assert set(pids) == labels, launch.output()
+    assert not [label for label, pid in pids.items() if alive(pid)], launch.output()
+
+
+def kill_when_running(launch: Ros2Launch, node: str, signum: int) -> None:
+    """Send ``signum`` to a node once lockstep runs."""
+    assert launch.wait_for_line(STARTING, START_DEADLINE), launch.output()
+    os.kill(launch.node_pids()[node], signum)
+
+
+def test_a_killed_controller_fails_the_launch_naming_it():
+    launch = Ros2Launch("namespace:=arm1", "mode:=lockstep", "duration:=600")
+    try:
+        kill_when_running(launch, "controller", signal.SIGKILL)
+        code = run(launch, 60.0)
+    finally:
+        launch.end()
+    assert code == 1, launch.output()
+    assert CAUGHT + failure("arm1/controller", -signal.SIGKILL) in launch.lines, launch.output()
+    assert_nothing_left(launch, {"simulator", "controller"})
+
+
+def test_a_simulator_that_fails_fails_the_launch_naming_it():
+    # The controller stops cleanly, so the simulator waits lockstep_timeout (5 s) for a command and exits 1.
+    launch = Ros2Launch("namespace:=arm1", "mode:=lockstep", "duration:=600")
+    try:
+        kill_when_running(launch, "controller", signal.SIGINT)
+        code = run(launch, 60.0)
+    finally:
+        launch.end()
+    assert code == 1, launch.output()
+    assert "[INFO] [controller-2]: process has finished cleanly" in " ".join(launch.lines), launch.output()
+    assert "arrived within lockstep_timeout=5.0 s" in launch.output()
+    assert CAUGHT + failure("arm1/simulator", 1) in launch.lines, launch.output()
+    assert_nothing_left(launch, {"simulator", "controller"})
+
+
+def test_an_unknown_argument_stops_the_launch_before_any_node_starts():
+    launch = Ros2Launch("mod:=lockstep")
+    code = run(launch, START_DEADLINE)
+    with pytest.raises(GraphError) as said:
+        resolve_arguments({"mod": "lockstep"})  # what `skelarm-ros launch sim mod:=lockstep` says
+    assert code == 1, launch.output()
+    assert CAUGHT + str(said.value) in launch.lines, launch.output()
+    assert not launch.node_pids(), launch.output()
+
+
+def test_a_run_that_ends_with_its_duration_exits_0():
+    launch = Ros2Launch("namespace:=arm1", "mode:=lockstep", "duration:=1.0")
+    code = run(launch, START_DEADLINE + 60.0)
+    assert code == 0, launch.output()
+    assert "ran 500 steps (1 s simulated)" in launch.output()
+    assert not [line for line in launch.lines if line.startswith("[ERROR]")], launch.output()
+    assert_nothing_left(launch, {"simulator", "controller"})
+
+
+INCLUDER = """
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+SIM = {sim!r}
+
+
+def generate_launch_description():
+    include = IncludeLaunchDescription(PythonLaunchDescriptionSource(SIM))
+    arguments = {{"namespace": LaunchConfiguration("arm"), "mode": "lockstep", "duration": "0.5"}}
+    return LaunchDescription([
+        DeclareLaunchArgument("arm", default_value="arm1"),
+        {group},
+    ])
+"""
+
+
+@pytest.mark.parametrize("forwarding", [False, True])
+def test_a_launch_file_with_an_argument_of_its_own_includes_sim_launch_py_in_a_group_that_does_not_forward_it(
+    tmp_path, forwarding
+):
+    group = f"GroupAction([include], forwarding={forwarding}, launch_configurations=arguments)"
+    includer = tmp_path / "arms.launch.py"
+    includer.write_text(INCLUDER.format(sim=str(SHARE / "launch" / "sim.launch.py"), group=group))
+    launch = Ros2Launch("arm:=arm7", launch_file=(str(includer),))
+    code = run(launch, START_DEADLINE + 60.0)
+    if forwarding:  # its own argument 'arm' reaches sim.launch.py, which does not know it
+        assert code == 1, launch.output()
+        assert any(line.startswith(CAUGHT + "unknown launch argument 'arm'; ") for line in launch.lines)
+        assert not launch.node_pids(), launch.output()
+    else:
+        assert code == 0, launch.output()
+        assert "[arm7.simulator]" in launch.output(), launch.output()
+        assert_nothing_left(launch, {"simulator", "controller"})
