@@ -307,13 +307,13 @@ def test_busy_lockstep_recordings_keep_every_frame(tmp_path, arms):
             command = [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", f"namespace:=arm{k}"]
             command += ["mode:=lockstep", f"duration:={BUSY_DURATION}", f"record:={tmp_path / f'arm{k}'}"]
             launches[k] = procs.start([*command, f"record_storage:={storage}"], tmp_path / f"arm{k}.log")
-        codes = {k: procs.wait_exit(launch, 300.0 * arms) for k, launch in launches.items()}
+        codes = {k: procs.wait_exit(launch, 60.0 + 120.0 * arms) for k, launch in launches.items()}
     finally:
         for launch in launches.values():
             procs.end(launch, timeout=30.0)
         for hog in hogs:
             procs.kill(hog)
-    assert codes == dict.fromkeys(launches, 0), procs.logs(tmp_path)
+    assert codes == dict.fromkeys(launches, 0), f"exit codes (None: still running) {codes}\n{procs.logs(tmp_path)}"
     frames = round(BUSY_DURATION / DT) + 1
     summaries = {k: bag_to_log(tmp_path / f"arm{k}", tmp_path / f"arm{k}.sklog.npz") for k in launches}
     counts = {k: summary.frames for k, summary in summaries.items()}
