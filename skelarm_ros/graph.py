@@ -126,6 +126,7 @@ class NodeSpec:
 
 BOOLEAN = ("true", "false")
 HARDWARE = ("sim", "none")
+RECORD_STORAGES = ("sqlite3", "mcap")
 
 ARGUMENTS: dict[str, LaunchArgument] = {
     argument.name: argument
@@ -170,6 +171,7 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "the WrenchStamped topic to read when force_source is a bag",
         ),
         LaunchArgument("record", "", "bag path to record the arm's topics to; empty for no recording"),
+        LaunchArgument("record_storage", "sqlite3", "storage of the recorded bag: sqlite3 or mcap", RECORD_STORAGES),
         LaunchArgument(
             "joint_names",
             "",
@@ -446,7 +448,7 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         specs.append(_force_replay(graph))
     if graph.record:
         # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
-        specs.append(graph.node("recorder", {"output": graph.record}))
+        specs.append(graph.node("recorder", {"output": graph.record, "storage": graph.values["record_storage"]}))
     if graph.shadow:
         specs.append(_player(graph))
     if _flag(graph.values, "rviz"):

@@ -52,6 +52,7 @@ def test_every_argument_has_a_default_and_a_description():
         "force_source",
         "force_topic",
         "record",
+        "record_storage",
         "joint_names",
         "command_joints",
         "extra_readers",
@@ -133,7 +134,7 @@ def test_force_replay_is_stepped_in_lockstep_and_the_simulator_waits_for_it(tmp_
 
 def test_record_starts_the_recorder_with_its_own_topic_list(tmp_path):
     recorder = by_executable({"record": str(tmp_path / "bag")})["recorder"]
-    assert recorder.parameters == {"output": str(tmp_path / "bag"), "use_sim_time": False}
+    assert recorder.parameters == {"output": str(tmp_path / "bag"), "storage": "sqlite3", "use_sim_time": False}
 
 
 def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_path):

@@ -21,6 +21,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "controllers": ("skelarm_ros.bench.controllers:run", "per-step cost of each controller, skelarm vs fast model"),
     "player": ("skelarm_ros.bench.player:run", "player pacing at 1 kHz (lateness p50/p99/max), top rate vs rosbags"),
     "multiarm": ("skelarm_ros.bench.multiarm:run", "on-time steps of 2 and 4 arms side by side, realtime"),
+    "recorder": (
+        "skelarm_ros.bench.recorder:run",
+        "recorder's highest sustained rate without loss (sqlite3, MCAP) vs rosbags' raw writer rate",
+    ),
     "identify": ("skelarm_ros.bench.identify:run", "identify: 10,000 samples of a 4-joint arm, beside FIGAROH's solve"),
     "loop": (
         "skelarm_ros.bench.loop:run",

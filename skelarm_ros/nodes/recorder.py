@@ -5,38 +5,63 @@
 
 Topics are found by discovery (every ``discovery_period``): the names in the
 ``topics`` parameter (relative names resolve in the node's namespace) and every
-``controller/<channel>`` topic. Each is subscribed raw with the QoS its publishers
-offer, and written with its message definition and offered QoS profile, so
-``ros2 bag info`` / ``ros2 bag play`` accept the bag.
+``controller/<channel>`` topic. Each is subscribed raw, keep-all, reliable when
+every publisher is (else best effort) and transient local when every publisher is,
+and written with its message definition, every publisher's offered QoS profile and
+the type hash the publishers announce, as rosbag2 writes them
+(:mod:`skelarm_ros.recording`).
+
+The node only takes messages: each goes with its log time (the node's clock) into
+the bounded write queue of a :class:`skelarm_ros.recording.Recording`, whose own
+thread writes the bag. It spins on rclpy's EventsExecutor, which sustains several
+times the single-threaded executor's rate at less CPU per message (docs/bags.md,
+``skelarm-ros bench recorder``). Keep-all reliable subscriptions lose nothing: when
+the recording falls behind, reliable publishers are held back by their
+unacknowledged messages. Messages the middleware
+reports lost (best-effort publishers) are counted, said in the closing line and
+written into the bag's ``custom_data``.
 
 Storage ``sqlite3`` (default) commits every ``flush_interval`` seconds: after a
 SIGKILL everything committed before is readable by ``bag_to_log`` (the folder then
 lacks ``metadata.yaml``; ``ros2 bag reindex`` restores it for ros2 bag). Storage
 ``mcap`` writes a chunk each MiB; after a SIGKILL ``bag_to_log --recover`` reads
-the complete chunks. SIGINT and SIGTERM close the bag cleanly.
+the complete chunks. SIGINT and SIGTERM close the bag whole: what the subscriptions
+still hold is taken, everything queued is written, then ``metadata.yaml``.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import time
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+import rclpy
+from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from skelarm_ros.bags import qos_profile
 from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
-from skelarm_ros.nodes.kit import KitNode, Param, choice, declare_parameters, number, run_node, text
-from skelarm_ros.rosbags_adapter import commit
+from skelarm_ros.nodes.kit import KitNode, Param, choice, count, declare_parameters, number, run_node, text
+from skelarm_ros.recording import (
+    DEFAULT_CACHE_SIZE,
+    STORAGES,
+    OfferedQos,
+    Recording,
+    RecordingError,
+    plan_topic,
+)
+
+if TYPE_CHECKING:
+    from rclpy.subscription import Subscription
+
+    from skelarm_ros.recording import RecordingSummary, TopicPlan
 
 NODE_NAME = "recorder"
 DOC = "docs/bags.md"
-STORAGES = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}
+DRAIN_LIMIT = 2.0  # s, the longest a stop spends taking what the subscriptions still hold
 
 PARAMETERS = (
     text("output", "", "bag folder to create (default recorder_<UTC time>)"),
@@ -48,6 +73,12 @@ PARAMETERS = (
     ),
     number("flush_interval", 0.2, "time between sqlite3 commits (what survives a SIGKILL)"),
     number("discovery_period", 0.1, "time between looks for new topics"),
+    count(
+        "max_cache_size",
+        DEFAULT_CACHE_SIZE,
+        "bytes of messages taken but not yet written; when full, taking waits (nothing is dropped)",
+        low=1,
+    ),
 )
 
 
@@ -56,13 +87,48 @@ def _message_class(msgtype: str) -> Any:
     return getattr(importlib.import_module(f"{package}.{kind}"), name)
 
 
+def offered_qos(profile: QoSProfile) -> OfferedQos:
+    """Return a publisher's QoS profile (from discovery) as the recording's plain values."""
+    return OfferedQos(
+        history=int(profile.history),
+        depth=int(profile.depth),
+        reliability=int(profile.reliability),
+        durability=int(profile.durability),
+        deadline_ns=profile.deadline.nanoseconds,
+        lifespan_ns=profile.lifespan.nanoseconds,
+        liveliness=int(profile.liveliness),
+        liveliness_lease_duration_ns=profile.liveliness_lease_duration.nanoseconds,
+        avoid_ros_namespace_conventions=bool(profile.avoid_ros_namespace_conventions),
+    )
+
+
+def subscription_qos(plan: TopicPlan) -> QoSProfile:
+    """Keep-all, with the reliability and durability the plan asks for."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_ALL,
+        reliability=ReliabilityPolicy.RELIABLE if plan.reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if plan.transient_local else DurabilityPolicy.VOLATILE,
+    )
+
+
+def take_waiting(subscription: Subscription) -> bytes | None:
+    """Take one message a raw subscription holds, without an executor; ``None`` when it holds none.
+
+    This is the call rclpy's executors make to take a message
+    (``Subscription.handle.take_message``); test/test_recorder.py fails if a new rclpy
+    changes it.
+    """
+    with subscription.handle:
+        taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+    return None if taken is None else taken[0]
+
+
 class Recorder(KitNode):
-    """Subscribe to the arm graph's topics and write them into a rosbag2 bag."""
+    """Subscribe to the arm graph's topics and hand their messages to a :class:`Recording`."""
 
     node_name = NODE_NAME
     description = "Record the arm graph's topics into a rosbag2 bag."
     doc = DOC
-    events_executor = False
 
     def __init__(self, **kwargs: Any) -> None:
         """Declare parameters, open the bag and start discovery (never blocks)."""
@@ -71,25 +137,24 @@ class Recorder(KitNode):
     def setup(self) -> None:
         """Declare parameters, open the bag and start discovery."""
         p = declare_parameters(self, PARAMETERS, DOC)
-        storage = p["storage"]
         output = str(p["output"]) or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
-        if Path(output).exists():
-            msg = f"output '{output}' exists already; choose another folder for the bag"
-            raise ValueError(msg)
-        self.path = Path(output)
-        self.storage = storage
-        self._store = get_typestore(Stores.ROS2_JAZZY)
-        self._writer: Writer | None = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
-        self._writer.open()
         names = [str(topic) for topic in p["topics"] or []]
         self._wanted = {self._resolve(name) for name in names}
         self._controller = self._resolve(CONTROLLER_NAMESPACE) + "/"
-        self._connections: dict[str, Any] = {}
+        self._recorded: dict[str, tuple[int, Subscription]] = {}
         self._ignored: set[str] = set()
-        self.count = 0
+        self._log_clock = self.get_clock()
+        self.summary: RecordingSummary | None = None
+        try:
+            self.recording: Recording | None = Recording(
+                Path(output), p["storage"], flush_interval=p["flush_interval"], max_cache_size=p["max_cache_size"]
+            )
+            self.recording.start()
+        except RecordingError as error:
+            raise ValueError(str(error)) from None
+        self.path = self.recording.path
         self.create_timer(p["discovery_period"], self.discover)
-        self.create_timer(p["flush_interval"], self.flush)
-        self.get_logger().info(f"recording into {self.path} ({storage})")
+        self.get_logger().info(f"recording into {self.path} ({p['storage']}, {self.recording.distro})")
 
     def _resolve(self, name: str) -> str:
         if name.startswith("/"):
@@ -98,55 +163,89 @@ class Recorder(KitNode):
         return f"{namespace}/{name}"
 
     def discover(self) -> None:
-        """Subscribe to every wanted topic that has appeared."""
-        if self._writer is None:
+        """Subscribe to every wanted topic that has a publisher."""
+        recording = self.recording
+        if recording is None:
             return
         for name, types in self.get_topic_names_and_types():
-            if name in self._connections or name in self._ignored:
+            if name in self._recorded or name in self._ignored:
                 continue
             if name not in self._wanted and not name.startswith(self._controller):
                 continue
             msgtype = types[0]
-            if msgtype not in self._store.types:
+            if not recording.known(msgtype):
                 self._ignored.add(name)
                 self.get_logger().warning(f"not recording '{name}': type {msgtype} has no known definition")
                 continue
-            publishers = self.get_publishers_info_by_topic(name)
+            publishers = [info for info in self.get_publishers_info_by_topic(name) if info.topic_type == msgtype]
             if not publishers:
                 continue  # only readers so far: wait for a publisher, whose QoS decides ours
-            latched = any(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers)
-            reliable = all(p.qos_profile.reliability == ReliabilityPolicy.RELIABLE for p in publishers)
-            qos = QoSProfile(
-                depth=1000,
-                reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
-                durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
-            )
-            connection = self._writer.add_connection(
+            plan = plan_topic(
                 name,
                 msgtype,
-                typestore=self._store,
-                offered_qos_profiles=[qos_profile(reliable=reliable, transient_local=latched)],
+                [offered_qos(info.qos_profile) for info in publishers],
+                [str(info.topic_type_hash) for info in publishers],
+                recording.definition_hash(msgtype),
             )
-            self._connections[name] = connection
-            self.create_subscription(_message_class(msgtype), name, partial(self._write, connection), qos, raw=True)
-            self.get_logger().info(f"recording '{name}' ({msgtype})")
+            for note in plan.notes:
+                self.get_logger().warning(note)
+            self._subscribe(recording, plan)
 
-    def _write(self, connection: Any, data: bytes) -> None:
-        if self._writer is not None:
-            self._writer.write(connection, self.get_clock().now().nanoseconds, data)
-            self.count += 1
+    def _subscribe(self, recording: Recording, plan: TopicPlan) -> None:
+        handle = recording.add_topic(plan)  # before the subscription, so the topic is in the bag first
+        subscription = self.create_subscription(
+            _message_class(plan.msgtype),
+            plan.name,
+            partial(self._take, handle),
+            subscription_qos(plan),
+            raw=True,
+            event_callbacks=SubscriptionEventCallbacks(message_lost=partial(self._lost, plan.name)),
+        )
+        self._recorded[plan.name] = (handle, subscription)
+        reliability = "reliable" if plan.reliable else "best effort"
+        self.get_logger().info(f"recording '{plan.name}' ({plan.msgtype}, {reliability}, keep all)")
 
-    def flush(self) -> None:
-        """Commit what sqlite3 storage has so far (MCAP writes whole chunks by itself)."""
-        if self._writer is not None:
-            commit(self._writer)
+    @property
+    def recorded(self) -> dict[str, Subscription]:
+        """The subscriptions of the topics being recorded, by full topic name."""
+        return {name: subscription for name, (_, subscription) in self._recorded.items()}
+
+    def _take(self, handle: int, data: bytes) -> None:
+        recording = self.recording
+        if recording is None:
+            return
+        try:
+            recording.write(handle, self._log_clock.now().nanoseconds, data)
+        except RecordingError:
+            self.finish(1)  # the closing line says why
+
+    def _lost(self, topic: str, info: QoSMessageLostInfo) -> None:
+        if self.recording is not None:
+            self.recording.lost(topic, int(info.total_count))
+
+    def drain(self, limit: float = DRAIN_LIMIT) -> None:
+        """Take what the subscriptions still hold (a stop ends the spin with messages waiting), for ``limit`` s."""
+        deadline = time.monotonic() + limit
+        for handle, subscription in list(self._recorded.values()):
+            while time.monotonic() < deadline and self.recording is not None:
+                data = take_waiting(subscription)
+                if data is None:
+                    break
+                self._take(handle, data)
 
     def close(self) -> None:
-        """Close the bag, writing ``metadata.yaml``."""
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.close()
-            self.get_logger().info(f"closed {self.path}: {self.count} messages")
+        """Take what is left, write everything queued and close the bag; say what it holds."""
+        if self.recording is None:
+            return
+        if self.context.ok():
+            self.drain()
+        recording, self.recording = self.recording, None
+        self.summary = recording.close()
+        logger = self.get_logger() if self.context.ok() else rclpy.logging.get_logger(NODE_NAME)
+        if self.summary.error or self.summary.lost:
+            logger.warning(self.summary.line())
+        else:
+            logger.info(self.summary.line())
 
 
 def main(args: list[str] | None = None) -> int:
