@@ -206,10 +206,17 @@ class AnswerCount:
 
 @dataclass
 class _Watchdog:
-    """Realtime: whether the held command is recent enough, in time not paused."""
+    """Realtime: whether the held command is recent enough, in time the simulator ran.
+
+    Times are on the watchdog's clock: the steady clock less paused time and less
+    ``stood_still``, the time the step loop itself stood still. ``last_tick`` is when
+    (time not paused) the watchdog was last asked, at the step before.
+    """
 
     timeout: float
     last_command: float = -math.inf
+    last_tick: float | None = None
+    stood_still: float = 0.0
     commanding: bool = False
     lapsed_once: bool = False
 
@@ -240,6 +247,10 @@ class SimulatorRun:
     answered : AnswerCount, optional
         Realtime: the count of steps whose command answered the state before them
         (the simulation counts it), which the summary reports.
+    tick_period : float | None, optional
+        Realtime: the wall seconds between two steps (``dt / real_time_factor``);
+        ``None`` takes ``dt``. A step that comes much later than that finds the
+        simulator itself stalled (see :meth:`command_live`).
     """
 
     mode: str
@@ -251,6 +262,7 @@ class SimulatorRun:
     settle: float = START_SETTLE
     wait_report: float = WAIT_REPORT
     answered: AnswerCount = field(default_factory=AnswerCount)
+    tick_period: float | None = None
     code: int | None = None
     started: bool = False
     paused: bool = False
@@ -270,6 +282,7 @@ class SimulatorRun:
         self.duration = check_non_negative("duration", self.duration)
         self.command_timeout = check_positive("command_timeout", self.command_timeout)
         self.lockstep_timeout = check_positive("lockstep_timeout", self.lockstep_timeout)
+        self.tick_period = check_positive("tick_period", self.dt if self.tick_period is None else self.tick_period)
         self._watchdog = _Watchdog(self.command_timeout)
 
     # -- state ------------------------------------------------------------------------------------
@@ -341,7 +354,7 @@ class SimulatorRun:
         self.started = True
         self.time_lines.append(TimeLine(begun=now))
         self._waiting_since = now
-        self._watchdog.last_command = self.active(now)
+        self._watchdog.last_command = self._watch_clock(now)
         what = "stepping as each step's command arrives" if self.lockstep else f"stepping every {self.dt:g} s"
         return [Say(INFO, f"{self.mode}: starting; {what}")]
 
@@ -450,7 +463,7 @@ class SimulatorRun:
     def command_arrived(self, now: float) -> list[Say]:
         """Note a command at ``now``; says so once when commands come back after a lapse."""
         watchdog = self._watchdog
-        watchdog.last_command = self.active(now)
+        watchdog.last_command = self._watch_clock(now)
         if watchdog.commanding:
             return []
         watchdog.commanding = True
@@ -459,16 +472,28 @@ class SimulatorRun:
     def command_live(self, now: float) -> tuple[bool, list[Say]]:
         """Whether the held command still applies at ``now`` (else zero torque), and the lapse's sentence once.
 
+        Asked once per realtime step. Like paused time, time in which the simulator
+        itself stood still is not counted: when a step comes late, more than half of
+        ``command_timeout`` (and two tick periods) after the one before (a publish
+        blocked in the middleware, a frozen process; docs/reliability.md, "Stalls of
+        about 0.33 s"), no state went out meanwhile and the controller had nothing new
+        to answer, so all of that gap but one period is left out. A controller that
+        stops answering is caught after ``command_timeout`` of stepping.
+
         Returns
         -------
         tuple[bool, list[Say]]
-            Whether a command arrived within ``command_timeout`` (paused time not
-            counted), and the warning the first time it lapses.
+            Whether a command arrived within ``command_timeout`` (paused time and the
+            simulator's own stalls not counted), and the warning the first time it lapses.
         """
         watchdog = self._watchdog
+        active = self.active(now)
+        if watchdog.last_tick is not None and active - watchdog.last_tick > self._late_after():
+            watchdog.stood_still += active - watchdog.last_tick - (self.tick_period or self.dt)
+        watchdog.last_tick = active
         if not watchdog.commanding:
             return False, []
-        if self.active(now) - watchdog.last_command <= watchdog.timeout:
+        if self._watch_clock(now) - watchdog.last_command <= watchdog.timeout:
             return True, []
         watchdog.commanding = False
         watchdog.lapsed_once = True
@@ -479,6 +504,14 @@ class SimulatorRun:
                 "applying zero torque until commands resume",
             )
         ]
+
+    def _watch_clock(self, now: float) -> float:
+        """Return the watchdog's clock at ``now``: seconds, paused time and the step loop's own stalls left out."""
+        return self.active(now) - self._watchdog.stood_still
+
+    def _late_after(self) -> float:
+        """Seconds between two steps past which the second comes late (the simulator stalled)."""
+        return max(self._watchdog.timeout / 2.0, 2.0 * (self.tick_period or self.dt))
 
     # -- the end --------------------------------------------------------------------------------------
 

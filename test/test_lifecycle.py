@@ -137,32 +137,68 @@ def test_a_run_that_never_started_says_so() -> None:
     assert SimulatorRun("lockstep", 0.002).summary() == "ran no step (the run had not started)"
 
 
+def ticks(run: SimulatorRun, start: float, end: float, period: float = 0.002) -> list[tuple[bool, list[Say]]]:
+    """Ask the watchdog as realtime steps do, every ``period`` from ``start`` up to ``end``."""
+    return [run.command_live(start + k * period) for k in range(round((end - start) / period) + 1)]
+
+
 def test_the_watchdog_lapses_once_and_resumes_once() -> None:
     run = started("realtime", command_timeout=0.5)
     assert run.command_live(100.1) == (False, [])  # no command yet: zero torque, nothing to say
+    assert ticks(run, 100.102, 100.198)[-1] == (False, [])
     assert run.command_arrived(100.2) == []
-    assert run.command_live(100.7) == (True, [])
-    live, said = run.command_live(100.8)
+    assert all(answer == (True, []) for answer in ticks(run, 100.2, 100.69))
+    assert all(answer == (True, []) for answer in ticks(run, 100.692, 100.7))  # 0.5 s: not over it yet
+    live, said = run.command_live(100.702)
     assert not live
     assert said == [
         Say(WARNING, "no effort command for over command_timeout=0.5 s; applying zero torque until commands resume")
     ]
-    assert run.command_live(100.9) == (False, [])  # one warning, not one per tick
+    assert all(answer == (False, []) for answer in ticks(run, 100.704, 100.9))  # one warning, not one per step
     assert texts(run.command_arrived(101.0)) == ["commands resumed; applying them again"]
     assert run.command_arrived(101.001) == []
-    assert run.command_live(101.1) == (True, [])
+    assert all(answer == (True, []) for answer in ticks(run, 100.902, 101.1))
     run.set_timeouts(command_timeout=0.05)  # applied live
-    assert run.command_live(101.1)[0] is False
+    assert run.command_live(101.102)[0] is False
 
 
 def test_paused_time_does_not_count_for_the_watchdog() -> None:
     run = started("realtime", command_timeout=0.5)
     run.command_arrived(100.0)
+    assert all(answer == (True, []) for answer in ticks(run, 100.0, 100.1))
     run.pause(100.1)
     assert run.command_live(105.0) == (True, [])  # while paused: no lapse
     run.resume(110.1)
-    assert run.command_live(110.3) == (True, [])  # 0.3 s of running time since the command
-    assert run.command_live(110.6)[0] is False  # 0.6 s of running time: lapsed
+    assert all(answer == (True, []) for answer in ticks(run, 110.1, 110.48))  # up to 0.48 s of running time
+    assert run.command_live(110.52)[0] is False  # 0.52 s of running time: lapsed
+
+
+def test_a_stall_of_the_step_loop_is_not_counted_against_the_controller() -> None:
+    # The step loop stands still 0.4 s (a publish blocked in the middleware, a frozen process): no
+    # state went out, so the controller had nothing new to answer; steps queued meanwhile may then
+    # come back to back, before the controller's answer to the first of them.
+    run = started("realtime", command_timeout=0.3)
+    run.command_arrived(100.0)
+    assert all(answer == (True, []) for answer in ticks(run, 100.0, 100.1))
+    assert ticks(run, 100.5, 100.51) == [(True, [])] * 6  # 0.4 s late, then 5 steps back to back
+    assert run.command_arrived(100.511) == []  # the controller's answer to the late step's state
+    assert all(answer == (True, []) for answer in ticks(run, 100.512, 100.7))
+    # A controller that stops answering is caught after command_timeout of stepping, stalls left out:
+    # 0.189 s of stepping after its last answer, a 0.5 s stall (one period of it counted), then 0.11 s more.
+    assert ticks(run, 101.2, 101.308) == [(True, [])] * 55
+    live, said = run.command_live(101.31)
+    assert not live
+    assert texts(said) == [
+        "no effort command for over command_timeout=0.3 s; applying zero torque until commands resume"
+    ]
+
+
+def test_a_slow_timer_is_not_taken_for_a_stall() -> None:
+    # real_time_factor 0.01: a step every 0.2 s of wall time; the watchdog still lapses.
+    run = SimulatorRun("realtime", 0.002, command_timeout=0.3, tick_period=0.2)
+    run.start(100.0)
+    run.command_arrived(100.0)
+    assert [live for live, _ in ticks(run, 100.0, 100.6, 0.2)] == [True, True, False, False]
 
 
 def test_halting_is_said_once_until_a_reset() -> None:

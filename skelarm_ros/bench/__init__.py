@@ -30,6 +30,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "skelarm_ros.bench.hosts:run",
         "lockstep with simulator and controller on two hosts (network namespaces, veth, UDP) vs one host",
     ),
+    "contact": (
+        "skelarm_ros.bench.contact:run",
+        "a 500 Hz publisher starting into a running graph: its publish() stalls, shared memory vs UDP only",
+    ),
 }
 
 

@@ -38,7 +38,7 @@ from skelarm_ros.lifecycle import RUN_SUMMARY
 from skelarm_ros.scenario import resolve_scenario
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from rclpy.executors import Executor
     from rclpy.qos import QoSProfile
@@ -241,9 +241,14 @@ def pong(executor_kind: str, raw: bool = False) -> int:
 
 @dataclass
 class Workspace:
-    """Where the processes of one benchmark run keep their logs."""
+    """Where the processes of one benchmark run keep their logs, and how their environment is changed.
+
+    ``environment``, when given, turns each pair's environment (own domain, local
+    host, logs in :attr:`folder`) into the one the processes get (another transport).
+    """
 
     folder: Path
+    environment: Callable[[dict[str, str]], dict[str, str]] | None = None
 
     def log(self, name: str) -> Path:
         """Return a fresh log file path."""
@@ -257,6 +262,8 @@ def _pair(work: Workspace, responder: tuple[str, list[str]], driver: tuple[str, 
     one fresh DDS domain and are ended by their ids.
     """
     env = _environment(work.folder)
+    if work.environment is not None:
+        env = work.environment(env)
     responder_log, driver_log = work.log(responder[0]), work.log(driver[0])
     answering = _start(responder[1], env, responder_log)
     try:

@@ -159,6 +159,7 @@ class SimulatorNode(KitNode):
             lockstep_timeout=p["lockstep_timeout"],
             start_condition=self._need_controller or self.min_subscribers > 0,
             answered=self.sim.answered,
+            tick_period=self.sim.dt / p["real_time_factor"],
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = int(p["thread_priority"])
