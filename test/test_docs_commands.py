@@ -12,7 +12,8 @@ The convention the pages follow (the README's "Development" section says it too)
   saves it as NAME in the page's folder, as the page asks the reader to.
 - Some commands are not run here wherever they stand (:func:`not_run`, each with its
   reason): the quick start's own ``make`` targets and the test suite (CI runs them), the
-  benchmarks (minutes of measuring: ``make bench``), and the commands of a ROS 2
+  benchmarks (minutes of measuring: ``make bench``), ``export`` (a reader's shell
+  settings: the commands keep this test's environment), and the commands of a ROS 2
   installation (``ros2``, ``colcon``, ``source install/setup.bash``, ``launch_test``),
   which run only where ``ros2`` is on ``PATH`` (and then not those that build or test a
   workspace, or need what the installation lacks).
@@ -232,6 +233,8 @@ def not_run(command: Command) -> str | None:
             return "the test suite: `make test` and CI run it"
         if name == "skelarm-ros" and words[1:2] == ["bench"]:
             return "the benchmarks measure for minutes; `make bench` runs them"
+        if name == "export":
+            return "sets your shell's environment; the commands here keep the test's (domain, discovery, log folder)"
         if name in ROS2_PROGRAMS or (name in ("source", ".") and "install/" in " ".join(words[1:])):
             reason = ros2_not_run(name, words)
             if reason:
