@@ -322,14 +322,27 @@ def plan_topics(
 
 
 def _listing(bag: Bag, topics: Sequence[str]) -> str:
-    return ", ".join(f"{t} ({bag.topics[t].count} messages)" for t in topics)
+    return ", ".join(f"{t} ({bag.topics[t].count} message{'' if bag.topics[t].count == 1 else 's'})" for t in topics)
+
+
+OPTIONAL_TOPICS = {
+    "--command-topic": "the commands are optional: drop --command-topic and tau comes from the commands "
+    "found beside the joint states, or else from their effort",
+    "--wrench-topic": "the tip force is optional: drop --wrench-topic to convert without it "
+    "(the log then has no ext_force)",
+}
+"""What leaving out each optional topic option does, said when the topic it names is missing."""
 
 
 def _check_topic(bag: Bag, topic: str, types: Sequence[str], option: str) -> str:
     """Return ``topic`` (a leading ``/`` added) after checking it exists and has an accepted type."""
     name = topic if topic.startswith("/") else "/" + topic
     if name not in bag.topics:
-        msg = f"bag '{bag.path}' has no topic '{name}' ({option}); its topics are {_listing(bag, list(bag.topics))}"
+        optional = f"{OPTIONAL_TOPICS[option]}; " if option in OPTIONAL_TOPICS else ""
+        msg = (
+            f"bag '{bag.path}' has no topic '{name}' ({option}); {optional}"
+            f"its topics are {_listing(bag, list(bag.topics))}"
+        )
         raise ConversionError(msg)
     have = bag.topics[name].msgtype
     if have not in types:

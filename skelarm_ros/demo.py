@@ -1,7 +1,7 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""``skelarm-ros demo`` (``make demo``): a pushed reach, recorded, converted and plotted, headless.
+"""skelarm-ros demo (make demo): a pushed reach, recorded, converted and plotted, headless.
 
 The graph of ``skelarm-ros launch sim`` runs in lockstep for a few simulated seconds:
 the bundled ``reach`` scenario (computed torque), a recorded push replayed by
@@ -11,11 +11,11 @@ picture, and the demo prints where each output is and a short summary: the reach
 error at the end against the task's tolerance, the peak force, the steps run and the
 real-time factor.
 
-Because the recorder subscribes to a topic only once it sees its publisher, the demo
-starts the graph in two stages so the bag holds the whole run: first the simulator,
-the controller and the recorder (the lockstep simulator waits for its force source),
-then, with the simulator paused through ``simulator/pause``, the force replay; the
-run resumes once the recorder has subscribed to every topic.
+The graph is the one ``skelarm-ros launch sim mode:=lockstep duration:=3.0
+force_source:=push.csv record:=demo_bag`` starts, and it makes the bag hold the whole
+run by itself: the simulator's step 0 waits until the controller and the recorder read
+its states, and the force replay and the controller hold their messages back, in
+order, until the simulator and the recorder read them (see :func:`run_graph`).
 """
 
 from __future__ import annotations

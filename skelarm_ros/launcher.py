@@ -390,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--dry-run", action="store_true", help="print each node's command (its parameter file kept), start none"
     )
-    options = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    options = parser.parse_intermixed_args(sys.argv[1:] if argv is None else list(argv))
     if options.graph is None:
         print(
             f"skelarm-ros launch: name the launch file ({', '.join(GRAPHS)}), for example: "

@@ -427,6 +427,23 @@ def test_a_chosen_topic_of_the_wrong_type_is_named(tmp_path):
         bag_to_log(bag, tmp_path / "o.sklog.npz", command_topic="nope")
 
 
+def test_a_missing_optional_topic_says_it_is_optional_and_what_to_drop(tmp_path):
+    messages = [item for item in arm_messages(3) if item[0] != "/tip_wrench"]
+    bag = write_bag(tmp_path / "bag", messages)
+    with pytest.raises(ConversionError) as wrench:
+        bag_to_log(bag, tmp_path / "o.sklog.npz", wrench_topic="tip_wrench")
+    assert "has no topic '/tip_wrench' (--wrench-topic); the tip force is optional: drop --wrench-topic" in str(
+        wrench.value
+    )
+    with pytest.raises(ConversionError, match=r"the commands are optional: drop --command-topic"):
+        bag_to_log(bag, tmp_path / "o.sklog.npz", command_topic="/effort_controller/commands")
+    with pytest.raises(ConversionError) as joints:
+        bag_to_log(bag, tmp_path / "o.sklog.npz", joint_topic="/arm/joint_states")
+    assert "are optional" not in str(joints.value) and "is optional" not in str(joints.value)  # joint states are not
+    assert not (tmp_path / "o.sklog.npz").exists()
+    bag_to_log(bag, tmp_path / "o.sklog.npz")  # dropped, it converts
+
+
 def test_truncated_mcap_fails_unless_recover_is_asked(tmp_path):
     msgs = [
         ("/joint_states", k * 1000, joint_state(k * 1000, ["a"], [float(k)] * 1, [0.0], [0.0])) for k in range(30000)

@@ -116,6 +116,17 @@ def test_dry_run_prints_each_command_and_keeps_its_parameter_file(capsys):
         shutil.rmtree(files[0].parent, ignore_errors=True)
 
 
+def test_options_may_stand_anywhere_among_the_arguments(capsys):
+    assert main(["sim", "--show-args", "mode:=lockstep"]) == 0
+    assert "'hardware':" in capsys.readouterr().out
+    assert main(["sim", "mode:=lockstep", "--dry-run", "namespace:=arm1"]) == 0
+    out = capsys.readouterr().out
+    assert "-r __ns:=/arm1" in out
+    files = {Path(line.split("--params-file ")[1].split()[0]) for line in out.splitlines() if "--params-file" in line}
+    for folder in {path.parent for path in files}:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def test_dry_run_into_a_pipe_that_closes_early_ends_quietly(tmp_path):
     script = "import sys; from skelarm_ros.launcher import main; sys.exit(main(['sim', 'rviz:=true', '--dry-run']))"
     result = subprocess.run(
