@@ -100,7 +100,7 @@ def quiet_start(code: int) -> Iterator[None]:
         restore_signals(previous)
 
 
-def restore_signals(previous: dict[int, Any]) -> None:
+def restore_signals(previous: dict[signal.Signals, Any]) -> None:
     """Put back the signal handlers in ``previous`` (signal number to handler), unless the process ends next.
 
     In a process that ends when its program returns (:func:`console_program`) the
