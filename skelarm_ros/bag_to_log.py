@@ -308,17 +308,56 @@ def plan_topics(
     else:
         wrench_topic = _beside(bag, joint_topic, (TIP_WRENCH,), (WRENCH_TYPE,))
         wrench_auto = wrench_topic is not None
+    _readable(bag, joint_topic, "--joint-topic", found=False)
+    command_topic = _readable(bag, command_topic, "--command-topic", found=command_auto)
+    wrench_topic = _readable(bag, wrench_topic, "--wrench-topic", found=wrench_auto)
+    controller = {
+        channel: topic
+        for channel, topic in controller_topics(bag, joint_topic).items()
+        if _readable(bag, topic, "", found=True)
+    }
+    description = description_topic(bag) if read_description else None
     return TopicPlan(
         joint_topic=joint_topic,
         joint_type=bag.topics[joint_topic].msgtype,
         command_topic=command_topic,
         command_type=bag.topics[command_topic].msgtype if command_topic else None,
-        command_auto=command_auto,
+        command_auto=command_auto and command_topic is not None,
         wrench_topic=wrench_topic,
-        wrench_auto=wrench_auto,
-        controller=controller_topics(bag, joint_topic),
-        description=description_topic(bag) if read_description else None,
+        wrench_auto=wrench_auto and wrench_topic is not None,
+        controller=controller,
+        description=_readable(bag, description, "", found=True),
     )
+
+
+FIELDS_READ = {
+    JOINT_STATE_TYPE: ("header.stamp.sec", "header.stamp.nanosec", "name", "position", "velocity", "effort"),
+    WRENCH_TYPE: ("header.stamp.sec", "header.stamp.nanosec", "wrench.force.x", "wrench.force.y"),
+    POINT_TYPE: ("header.stamp.sec", "header.stamp.nanosec", "point.x", "point.y"),
+    FLOAT_ARRAY_TYPE: ("data",),
+    STRING_TYPE: ("data",),
+}
+"""The fields the conversion takes from each type's messages (a bag's own definition must have them)."""
+
+
+def _readable(bag: Bag, topic: str | None, option: str, *, found: bool) -> str | None:
+    """Return ``topic`` when its type's stored definition has the fields read; a found one is left out otherwise.
+
+    A topic the user named (or the joint states) stops the conversion with one
+    sentence; a topic found beside the joint states is left out with a note.
+    """
+    if topic is None:
+        return None
+    problem = bag.lacking(topic, FIELDS_READ[bag.topics[topic].msgtype])
+    if problem is None:
+        return topic
+    if found:
+        bag.notes.append(f"{problem}; left out")
+        return None
+    fix = f"record it again, or choose another topic with {option}"
+    if option in OPTIONAL_TOPICS:
+        fix = f"record it again, or drop {option} to convert without it"
+    raise ConversionError(f"{problem}; {fix}")
 
 
 def _listing(bag: Bag, topics: Sequence[str]) -> str:

@@ -37,6 +37,7 @@ from skelarm_ros.rosbags_adapter import (
     READ_ERRORS,
     RawMessage,
     Storage,
+    missing_field,
     open_reader,
     recover_mcap,
     referenced_types,
@@ -45,7 +46,7 @@ from skelarm_ros.rosbags_adapter import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator
+    from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
     from rosbags.typesys.store import Typestore
 
@@ -169,6 +170,37 @@ class Bag:
                 return False
             pending.extend(referenced_types(jazzy, name))
         return True
+
+    def lacking(self, topic: str, paths: Sequence[str]) -> str | None:
+        """Say which field a reader takes from ``topic``'s messages the bag's definition of its type lacks.
+
+        A bag carries its own message definitions and is decoded with them; one that
+        differs from ROS 2's where a reader looks (a damaged byte in a name, another
+        message under the same type name) would decode to a message without the field.
+
+        Parameters
+        ----------
+        topic : str
+            A topic of the bag.
+        paths : Sequence[str]
+            The fields read, dotted (``header.stamp.sec``).
+
+        Returns
+        -------
+        str | None
+            What is wrong, for a sentence the caller ends with its fix; ``None`` when
+            every field is there.
+        """
+        msgtype = self.topics[topic].msgtype
+        for path in paths:
+            missing = missing_field(self.typestore.fielddefs, msgtype, path)
+            if missing is not None:
+                fields = ", ".join(name for name, _ in self.typestore.fielddefs[msgtype][1])
+                return (
+                    f"bag '{self.path}' defines {msgtype} (topic '{topic}') without the field '{missing}' "
+                    f"(its fields: {fields}), so its stored definition is damaged or is another message's"
+                )
+        return None
 
     def messages(self, topics: Collection[str] | None = None) -> Iterator[tuple[str, str, int, Any]]:
         """Yield ``(topic, msgtype, log_time_ns, message)`` in log-time order.

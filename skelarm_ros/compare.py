@@ -121,8 +121,20 @@ def _choose_topic(bag: Bag, topic: str | None) -> str:
     raise CompareError(msg)
 
 
+STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
+
+
+def _check_fields(bag: Bag, topic: str, paths: Sequence[str]) -> None:
+    """Refuse a topic whose stored definition lacks a field read from it (:meth:`Bag.lacking`)."""
+    problem = bag.lacking(topic, paths)
+    if problem is not None:
+        msg = f"{problem}; record '{topic}' again to compare it"
+        raise CompareError(msg)
+
+
 def _stamped_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
     """``joint_commands``: effort by name, stamped with the state answered."""
+    _check_fields(bag, topic, (*STAMP_FIELDS, "name", "effort"))
     names = list(joints)
     stamps: list[int] = []
     rows: list[NDArray[np.float64]] = []
@@ -146,6 +158,8 @@ def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
             "record joint_states with them"
         )
         raise CompareError(msg)
+    _check_fields(bag, topic, ("data",))
+    _check_fields(bag, states, STAMP_FIELDS)
     stamps: list[int] = []
     rows: list[NDArray[np.float64]] = []
     state: int | None = None

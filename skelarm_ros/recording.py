@@ -21,8 +21,8 @@ What the bag says is what rosbag2 (Jazzy) writes: the ROS distribution
 the type hash the publishers announce (:func:`plan_topic` has the rules), and in
 MCAP the channel metadata ``offered_qos_profiles`` and ``topic_type_hash``. rosbags
 writes its own name as the distribution and no ``topic_type_hash``;
-:func:`rosbags_writer_as_rosbag2` is the one place that changes that in rosbags'
-writer (test/test_recording.py fails when rosbags moves what it changes).
+:func:`skelarm_ros.rosbags_adapter.rosbags_writer_as_rosbag2` changes that in rosbags'
+writer (test/test_rosbags_adapter.py fails when rosbags moves what it changes).
 
 Messages the middleware reports lost (QoS message-lost events, for best-effort
 publishers) are counted per topic with :meth:`Recording.lost` and written into the
@@ -39,7 +39,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from io import BytesIO, StringIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,7 +47,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.interface import NANOSECONDS
-from skelarm_ros.rosbags_adapter import commit
+from skelarm_ros.rosbags_adapter import commit, rosbags_writer_as_rosbag2
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -550,91 +549,3 @@ class Recording:
             LOST_BY_TOPIC_KEY: json.dumps(dict(sorted(self._lost.items()))),
             WAITED_KEY: f"{self._queue.waited:.3f}",
         }
-
-
-# -- rosbags' writer, made to write what rosbag2 writes -----------------------------------------------------
-
-
-def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> None:
-    """Make an open rosbags ``Writer`` write what rosbag2 writes.
-
-    rosbags 0.11 writes ``ros_distro: rosbags`` (in ``metadata.yaml``, in the metadata
-    it stores inside the bag file, and in the sqlite3 ``schema`` table) and MCAP
-    channels without ``topic_type_hash``. This is the one place that reaches into
-    rosbags' writer for it (its storage objects are not public API):
-
-    - sqlite3 (``Sqlite3Writer``): the ``schema`` row gets ``distro`` (through its
-      connection, ``storage.conn``);
-    - MCAP (``McapWriter``): each channel gets ``topic_type_hash`` (the connection's
-      digest) beside ``offered_qos_profiles``, as rosbag2_storage_mcap writes them;
-    - both: the serialized metadata the storage keeps, and ``metadata.yaml`` when the
-      writer closes, say ``ros_distro: <distro>``.
-
-    test/test_recording.py checks every internal used against the installed rosbags.
-
-    Parameters
-    ----------
-    writer : Writer
-        A rosbags writer just opened (no connection added yet).
-    distro : str
-        The ROS distribution to write (``jazzy``).
-
-    Raises
-    ------
-    RecordingError
-        If rosbags' writer is not built as this expects (a rosbags release moved it).
-    """
-    from rosbags.rosbag2 import storage_mcap
-    from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
-    from ruamel.yaml import YAML
-
-    storage = writer.storage
-    original_close = getattr(storage, "close", None)
-    if original_close is None:
-        msg = "rosbags' Writer has no open storage with close(); the installed rosbags is not the one pinned"
-        raise RecordingError(msg)
-
-    def with_distro(text: str) -> str:
-        yaml = YAML(typ="safe")
-        yaml.default_flow_style = False
-        data = yaml.load(text)
-        info = data.get("rosbag2_bagfile_information", data)
-        info["ros_distro"] = distro
-        out = StringIO()
-        yaml.dump(data, out)
-        return out.getvalue()
-
-    def close_storage(version: int, metadata: str) -> None:
-        original_close(version, with_distro(metadata).strip())
-
-    def close_writer() -> None:
-        original_writer_close()
-        written = writer.metapath.read_text(encoding="utf-8")
-        temporary = writer.metapath.with_suffix(".yaml.tmp")
-        temporary.write_text(with_distro(written), encoding="utf-8")
-        temporary.replace(writer.metapath)
-
-    if isinstance(storage, Sqlite3Writer):
-        storage.conn.execute("UPDATE schema SET ros_distro = ?", (distro,))
-    elif isinstance(storage, storage_mcap.McapWriter):
-
-        def add_channel(connection: Connection, offered_qos_profiles: str) -> None:
-            metadata = BytesIO()
-            for key, value in (("offered_qos_profiles", offered_qos_profiles), ("topic_type_hash", connection.digest)):
-                storage_mcap.write_string(metadata, key)
-                storage_mcap.write_string(metadata, value)
-            encoding = connection.ext.serialization_format  # type: ignore[union-attr]
-            channel = storage_mcap.Channel(
-                connection.id, connection.msgtype, connection.topic, encoding, metadata.getvalue()
-            )
-            storage.channels.append(channel)
-            storage.channel_stats[connection.id] = 0
-            storage_mcap.write_channel(storage.chunk.bio, channel, storage.schemas)
-
-        storage.add_connection = add_channel  # type: ignore[method-assign]
-    else:
-        msg = f"rosbags' Writer opened a {type(storage).__name__}, which this does not know; use the pinned rosbags"
-        raise RecordingError(msg)
-    original_writer_close = writer.close
-    storage.close = close_storage  # type: ignore[method-assign]
-    writer.close = close_writer  # type: ignore[method-assign]

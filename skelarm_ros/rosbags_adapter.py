@@ -17,8 +17,12 @@ reached here only:
   :class:`RecoveredMcap` uses to read a truncated MCAP file up to its damage;
 - the sqlite3 connection of a ``Writer`` (``Writer.storage.conn``), to commit what a
   recording has written so far (:func:`commit`);
+- a ``Writer``'s storage objects (``Sqlite3Writer``, ``McapWriter`` and their
+  channels), to write the distribution and MCAP's ``topic_type_hash`` as rosbag2
+  does (:func:`rosbags_writer_as_rosbag2`);
 - the layout of a type store's field definitions (``Typestore.fielddefs``:
-  ``(constants, [(field, (Nodetype, detail))])``), walked by :func:`referenced_types`.
+  ``(constants, [(field, (Nodetype, detail))])``), walked by :func:`referenced_types`
+  and :func:`missing_field`.
 
 ``test/test_rosbags_adapter.py`` checks each of them against the installed rosbags
 (the version ``requirements.lock`` pins) and says in one sentence what moved when
@@ -206,6 +210,36 @@ def referenced_types(fielddefs: Mapping[str, Any], msgtype: str) -> list[str]:
     return found
 
 
+def missing_field(fielddefs: Mapping[str, Any], msgtype: str, path: str) -> str | None:
+    """Return the part of the dotted field ``path`` (``header.stamp.sec``) that ``msgtype`` lacks, or ``None``.
+
+    Parameters
+    ----------
+    fielddefs : Mapping[str, Any]
+        A type store's ``fielddefs``.
+    msgtype : str
+        The message type the path starts in.
+    path : str
+        Field names joined by dots; every one but the last must be a message field.
+
+    Returns
+    -------
+    str | None
+        The path up to and including the first field that is not there (or is not a
+        message where the path goes on), or ``None`` when the whole path is there.
+    """
+    current = msgtype
+    walked: list[str] = []
+    for name in path.split("."):
+        walked.append(name)
+        fields = dict(fielddefs[current][1]) if current in fielddefs else {}
+        if name not in fields:
+            return ".".join(walked)
+        node, detail = fields[name]
+        current = detail if node == Nodetype.NAME else ""  # not a message: nothing further down
+    return None
+
+
 class RecoveredMcap:
     """The complete records of a truncated MCAP file, found by scanning it from the start.
 
@@ -321,3 +355,89 @@ def ros1_to_ros2(
         return bytes(converter(data))
 
     return convert, bool(said.getvalue())
+
+
+class RosbagsMoved(RuntimeError):
+    """The installed rosbags is not built as this module expects (a release moved an internal it uses)."""
+
+
+def rosbags_writer_as_rosbag2(writer: Writer, distro: str) -> None:
+    """Make an open rosbags ``Writer`` write what rosbag2 writes.
+
+    rosbags 0.11 writes ``ros_distro: rosbags`` (in ``metadata.yaml``, in the metadata
+    it stores inside the bag file, and in the sqlite3 ``schema`` table) and MCAP
+    channels without ``topic_type_hash``. This is the one place that reaches into
+    rosbags' writer for it (its storage objects are not public API):
+
+    - sqlite3 (``Sqlite3Writer``): the ``schema`` row gets ``distro`` (through its
+      connection, ``storage.conn``);
+    - MCAP (``McapWriter``): each channel gets ``topic_type_hash`` (the connection's
+      digest) beside ``offered_qos_profiles``, as rosbag2_storage_mcap writes them;
+    - both: the serialized metadata the storage keeps, and ``metadata.yaml`` when the
+      writer closes, say ``ros_distro: <distro>``.
+
+    test/test_rosbags_adapter.py checks every internal used against the installed rosbags.
+
+    Parameters
+    ----------
+    writer : Writer
+        A rosbags writer just opened (no connection added yet).
+    distro : str
+        The ROS distribution to write (``jazzy``).
+
+    Raises
+    ------
+    RosbagsMoved
+        If rosbags' writer is not built as this expects (a rosbags release moved it).
+    """
+    from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
+    from ruamel.yaml import YAML
+
+    storage = writer.storage
+    original_close = getattr(storage, "close", None)
+    if original_close is None:
+        msg = "rosbags' Writer has no open storage with close(); the installed rosbags is not the one pinned"
+        raise RosbagsMoved(msg)
+
+    def with_distro(text: str) -> str:
+        yaml = YAML(typ="safe")
+        yaml.default_flow_style = False
+        data = yaml.load(text)
+        info = data.get("rosbag2_bagfile_information", data)
+        info["ros_distro"] = distro
+        out = io.StringIO()
+        yaml.dump(data, out)
+        return out.getvalue()
+
+    def close_storage(version: int, metadata: str) -> None:
+        original_close(version, with_distro(metadata).strip())
+
+    def close_writer() -> None:
+        original_writer_close()
+        written = writer.metapath.read_text(encoding="utf-8")
+        temporary = writer.metapath.with_suffix(".yaml.tmp")
+        temporary.write_text(with_distro(written), encoding="utf-8")
+        temporary.replace(writer.metapath)
+
+    if isinstance(storage, Sqlite3Writer):
+        storage.conn.execute("UPDATE schema SET ros_distro = ?", (distro,))
+    elif isinstance(storage, mcap.McapWriter):
+
+        def add_channel(connection: Connection, offered_qos_profiles: str) -> None:
+            metadata = BytesIO()
+            for key, value in (("offered_qos_profiles", offered_qos_profiles), ("topic_type_hash", connection.digest)):
+                mcap.write_string(metadata, key)
+                mcap.write_string(metadata, value)
+            encoding = connection.ext.serialization_format  # type: ignore[union-attr]
+            channel = mcap.Channel(connection.id, connection.msgtype, connection.topic, encoding, metadata.getvalue())
+            storage.channels.append(channel)
+            storage.channel_stats[connection.id] = 0
+            mcap.write_channel(storage.chunk.bio, channel, storage.schemas)
+
+        storage.add_connection = add_channel  # type: ignore[method-assign]
+    else:
+        msg = f"rosbags' Writer opened a {type(storage).__name__}, which this does not know; use the pinned rosbags"
+        raise RosbagsMoved(msg)
+    original_writer_close = writer.close
+    storage.close = close_storage  # type: ignore[method-assign]
+    writer.close = close_writer  # type: ignore[method-assign]

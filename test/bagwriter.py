@@ -133,3 +133,11 @@ def write_ros1_bag(path: Path, frames: int = 10, period_ns: int = 5_000_000) -> 
         )
         writer.write(logs, START + 1, ros1.serialize_ros1(entry, log_type))
     return path
+
+
+def damage_definition(bag: Path, old: bytes, new: bytes) -> None:
+    """Change a stored message definition in place, the same length (a flipped byte in a field name)."""
+    (file,) = [f for f in bag.iterdir() if f.suffix in (".db3", ".mcap")]
+    data = file.read_bytes()
+    assert old in data
+    file.write_bytes(data.replace(old, new))

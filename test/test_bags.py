@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skelarm
+from bagwriter import damage_definition
 from conftest import BAGS, SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -793,3 +794,30 @@ def test_log_extra_records_the_topics_counts_and_order_of_stamps(tmp_path):
     ]
     assert extra["time_origin_ns"] == 10 and extra["notes"] == ["a note from the bag"]
     assert extra["effort"]["source"] == "joint_states" and extra["joint_names"] == ["a"]
+
+
+@pytest.mark.parametrize("storage", ["sqlite3", "mcap"])
+def test_a_damaged_stored_definition_is_named_not_decoded_into_a_traceback(tmp_path, storage):
+    bag = write_bag(tmp_path / "bag", arm_messages(5), storage=storage)
+    damage_definition(bag, b"string[] name", b"string[] nale")  # JointState's: states and commands both
+    output = tmp_path / "o.sklog.npz"
+    with pytest.raises(ConversionError) as error:
+        bag_to_log(bag, output)
+    assert str(error.value).startswith(
+        f"bag '{bag}' defines sensor_msgs/msg/JointState (topic '/joint_states') without the field 'name' "
+        "(its fields: header, nale, position, velocity, effort), so its stored definition is damaged"
+    )
+    assert str(error.value).endswith("; record it again, or choose another topic with --joint-topic")
+    assert not output.exists()
+
+
+def test_a_found_topic_with_a_damaged_definition_is_left_out_with_a_note(tmp_path):
+    bag = write_bag(tmp_path / "bag", arm_messages(5))
+    damage_definition(bag, b"Wrench wrench", b"Wrench wrenkh")
+    summary = bag_to_log(bag, tmp_path / "o.sklog.npz")
+    assert "ext_force" not in np.load(tmp_path / "o.sklog.npz").files
+    notes = summary.extra["notes"]
+    left_out = [note for note in notes if note.endswith("; left out")]
+    assert len(left_out) == 1 and "(topic '/tip_wrench') without the field 'wrench'" in left_out[0]
+    with pytest.raises(ConversionError, match=r"; record it again, or drop --wrench-topic to convert without it$"):
+        bag_to_log(bag, tmp_path / "p.sklog.npz", wrench_topic="/tip_wrench")

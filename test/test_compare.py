@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from bagwriter import START, float_array, joint_state, write_bag
+from bagwriter import START, damage_definition, float_array, joint_state, write_bag
 
 from skelarm_ros.bag_to_log import bag_to_log
 from skelarm_ros.compare import CompareError, compare_commands, load_commands, main
@@ -119,3 +119,12 @@ def test_bad_input_gives_one_sentence_and_exit_1(tmp_path, capsys):
         assert words in err and err.count("\n") == 1, err
     with pytest.raises(CompareError, match="does not exist"):
         load_commands(tmp_path / "missing.sklog.npz")
+
+
+def test_a_command_topic_whose_stored_definition_lacks_a_field_read_is_named(tmp_path):
+    bag = commands_bag(tmp_path / "a", [(1.0, 2.0)] * 5)
+    damage_definition(bag, b"float64[] effort", b"float64[] effokt")
+    with pytest.raises(CompareError) as error:
+        load_commands(bag)
+    assert "defines sensor_msgs/msg/JointState (topic '/joint_commands') without the field 'effort'" in str(error.value)
+    assert str(error.value).endswith("; record '/joint_commands' again to compare it")

@@ -27,7 +27,6 @@ from skelarm_ros.recording import (
     RecordingSummary,
     WriteQueue,
     plan_topic,
-    rosbags_writer_as_rosbag2,
 )
 
 INFINITE = 2**63 - 1
@@ -370,32 +369,3 @@ def test_a_bag_that_cannot_be_created_is_refused_with_one_sentence(tmp_path):
         Recording(tmp_path / "file" / "bag", "mcap", flush_interval=0.1).start()
     with pytest.raises(ValueError, match="unknown storage 'db'"):
         Recording(tmp_path / "x", "db", flush_interval=0.1)
-
-
-# -- rosbags' writer internals ---------------------------------------------------------------------------------------
-
-
-def test_rosbags_writer_internals_are_where_the_adapter_reaches_for_them(tmp_path):
-    """Fails when a rosbags release moves what rosbags_writer_as_rosbag2 changes; the message says what moved."""
-    from rosbags.rosbag2 import storage_mcap
-    from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
-
-    for name in ("Channel", "write_string", "write_channel", "McapWriter"):
-        assert hasattr(storage_mcap, name), f"rosbags.rosbag2.storage_mcap has no {name} any more"
-    assert storage_mcap.Channel._fields == ("id", "schema", "topic", "message_encoding", "metadata"), (
-        "rosbags' MCAP Channel record changed its fields"
-    )
-    assert "ros_distro" in Sqlite3Writer.SQLITE_SCHEMA, "rosbags' sqlite3 schema table has no ros_distro column"
-    for storage, attributes in (("sqlite3", ("conn", "close")), ("mcap", ("channels", "channel_stats", "chunk"))):
-        writer = Writer(tmp_path / storage, version=9, storage_plugin=recording.STORAGES[storage])
-        writer.open()
-        for attribute in attributes:
-            assert hasattr(writer.storage, attribute), f"rosbags' {storage} storage writer has no {attribute}"
-        writer.close()
-        # Unchanged, rosbags still writes its own name as the distribution: the adapter is still needed.
-        assert read_metadata(tmp_path / storage)["ros_distro"] == "rosbags", (
-            "rosbags now writes the distribution itself; rosbags_writer_as_rosbag2 may go"
-        )
-    with pytest.raises(RecordingError, match="not the one pinned"):
-        unopened = Writer(tmp_path / "unopened", version=9)
-        rosbags_writer_as_rosbag2(unopened, "jazzy")

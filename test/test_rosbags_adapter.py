@@ -17,6 +17,7 @@ from conftest import BAGS, REPO
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, Reader, StoragePlugin, Writer
 from rosbags.rosbag2 import storage_mcap as mcap
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from ruamel.yaml import YAML
 
 from skelarm_ros import rosbags_adapter as adapter
 
@@ -202,3 +203,42 @@ def test_ros1_bytes_become_the_cdr_of_the_ros2_type() -> None:
         pytest.fail(moved("rosbags.convert.converter.generate_message_converter", "the player's ROS 1 bags", error))
     assert STORE.deserialize_cdr(cdr, "std_msgs/msg/String").data == "hello"
     assert migrated is False
+
+
+def test_rosbags_writer_internals_are_where_the_adapter_reaches_for_them(tmp_path):
+    """Fails when a rosbags release moves what rosbags_writer_as_rosbag2 changes; the message says what moved."""
+    from rosbags.rosbag2.storage_sqlite3 import Sqlite3Writer
+
+    for name in ("Channel", "write_string", "write_channel", "McapWriter"):
+        assert hasattr(mcap, name), f"rosbags.rosbag2.storage_mcap has no {name} any more"
+    assert mcap.Channel._fields == ("id", "schema", "topic", "message_encoding", "metadata"), (
+        "rosbags' MCAP Channel record changed its fields"
+    )
+    assert "ros_distro" in Sqlite3Writer.SQLITE_SCHEMA, "rosbags' sqlite3 schema table has no ros_distro column"
+    plugins = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}
+    for storage, attributes in (("sqlite3", ("conn", "close")), ("mcap", ("channels", "channel_stats", "chunk"))):
+        writer = Writer(tmp_path / storage, version=9, storage_plugin=plugins[storage])
+        writer.open()
+        for attribute in attributes:
+            assert hasattr(writer.storage, attribute), f"rosbags' {storage} storage writer has no {attribute}"
+        writer.close()
+        # Unchanged, rosbags still writes its own name as the distribution: the adapter is still needed.
+        metadata = YAML(typ="safe").load((tmp_path / storage / "metadata.yaml").read_text())
+        assert metadata["rosbag2_bagfile_information"]["ros_distro"] == "rosbags", (
+            "rosbags now writes the distribution itself; rosbags_writer_as_rosbag2 may go"
+        )
+    with pytest.raises(adapter.RosbagsMoved, match="not the one pinned"):
+        unopened = Writer(tmp_path / "unopened", version=9)
+        adapter.rosbags_writer_as_rosbag2(unopened, "jazzy")
+
+
+def test_missing_field_walks_the_field_definitions_of_nested_messages():
+    fielddefs = STORE.fielddefs
+    state = "sensor_msgs/msg/JointState"
+    assert adapter.missing_field(fielddefs, state, "header.stamp.nanosec") is None, moved(
+        "Typestore.fielddefs", "Bag.lacking (a bag's definitions checked before reading)"
+    )
+    assert adapter.missing_field(fielddefs, state, "header.stamp.nsec") == "header.stamp.nsec"
+    assert adapter.missing_field(fielddefs, state, "nale") == "nale"
+    assert adapter.missing_field(fielddefs, state, "name.first") == "name.first"  # not a message
+    assert adapter.missing_field(fielddefs, "no/msg/Such", "data") == "data"
