@@ -59,6 +59,7 @@ def start_missing(
     min_readers: int = 1,
     need_controller: bool = True,
     command_topic: str = JOINT_COMMANDS,
+    wrench_topic: str = TIP_WRENCH,
 ) -> list[str]:
     """Say what step 0 still waits for; empty when the run can start.
 
@@ -86,8 +87,8 @@ def start_missing(
     need_controller : bool, optional
         Whether a ``joint_commands`` publisher must be there (lockstep; realtime only
         when asked to wait for its controller).
-    command_topic : str, optional
-        The command topic's name, for the log line.
+    command_topic, wrench_topic : str, optional
+        The command and wrench topics' names, for the log line.
 
     Returns
     -------
@@ -98,7 +99,7 @@ def start_missing(
     if need_controller and command_publishers < 1:
         missing.append(f"a publisher on {command_topic}")
     if wrench_publishers is not None and wrench_publishers < 1:
-        missing.append(f"a publisher on {TIP_WRENCH}")
+        missing.append(f"a publisher on {wrench_topic}")
     unread = sorted(set(commanding_nodes) - set(reader_nodes))
     if unread:
         missing.append(f"a {JOINT_STATES} reader of {', '.join(unread)} in the graph")

@@ -430,6 +430,7 @@ class SimulatorNode(KitNode):
             min_readers=self.min_subscribers,
             need_controller=self._need_controller,
             command_topic=self.command_sub.topic_name,
+            wrench_topic=self.wrench_sub.topic_name,
         )
 
     # -- the end ------------------------------------------------------------------------------------------
