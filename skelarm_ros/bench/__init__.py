@@ -1,11 +1,10 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""Benchmarks: ``skelarm-ros bench [name ...]`` (``make bench``).
+"""Benchmarks: each measures what it compares side by side in one run and prints the ratio.
 
-Each benchmark measures the things it compares side by side in one run and prints
-their ratio; none of this is a test. Benchmarks live in this package, one module
-each, registered in :data:`BENCHMARKS`.
+``skelarm-ros bench [name ...]`` (``make bench``) runs them; none of this is a test.
+Benchmarks live in this package, one module each, registered in :data:`BENCHMARKS`.
 """
 
 from __future__ import annotations
