@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import seconds_to_stamp
+from skelarm_ros.nodes import simulator
 from skelarm_ros.nodes.simulator import SimulatorNode, main
 from skelarm_ros.scenario import ScenarioError, load_arm, resolve_scenario
 from skelarm_ros.simulation import COMMAND, STALE_COMMAND, WRENCH
@@ -488,3 +490,10 @@ def test_realtime_can_wait_for_a_controller_before_step_zero(context: rclpy.Cont
         assert len(recorded.states) == 1
     finally:
         node.destroy_node()
+
+
+def test_the_node_stays_a_thin_shell() -> None:
+    # The run's life belongs to lifecycle.SimulatorRun and the arm to simulation.Simulation: the node
+    # keeps parameters, topics, services and timers (docs/architecture.md).
+    lines = len(Path(simulator.__file__).read_text().splitlines())
+    assert lines <= 450, f"nodes/simulator.py has {lines} lines; move what is not wiring into the core"

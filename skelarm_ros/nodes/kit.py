@@ -120,9 +120,9 @@ class KitNode(Node):
     doc = "docs/interfaces.md"
     events_executor = True
 
-    def __init__(self, node_name: str, **kwargs: Any) -> None:
-        """Create the node and run :meth:`setup`; on failure destroy the node and raise."""
-        super().__init__(node_name, **kwargs)
+    def __init__(self, node_name: str = "", **kwargs: Any) -> None:
+        """Create the node (named ``node_name``, else the class's) and run :meth:`setup`; on failure destroy it."""
+        super().__init__(node_name or self.node_name, **kwargs)
         self.finished: Future = Future()
         self.thread_priority = 0
         try:
@@ -142,6 +142,19 @@ class KitNode(Node):
     def wrap_up(self) -> int:
         """Return the exit code after the run finished by itself (override to wait for readers, say)."""
         return int(self.finished.result() or 0)
+
+    def wait_for_readers(self, publishers: Sequence[Publisher], timeout: float, what: str) -> bool:
+        """Wait until every reliable reader took what ``publishers`` published (:func:`wait_for_acknowledgements`).
+
+        Says that it waits, and warns when ``timeout`` (s) passes first; a stop request ends
+        the wait quietly. Returns whether every reader acknowledged.
+        """
+        self.get_logger().info(f"waiting up to {timeout:g} s for every reliable reader to take {what}")
+        if wait_for_acknowledgements(publishers, timeout):
+            return True
+        if not stop_requested():
+            self.get_logger().warning(f"not every reader acknowledged {what} within {timeout:g} s")
+        return False
 
     def stop_report(self) -> str | None:
         """Return what to say when a signal stopped the node, or ``None``."""

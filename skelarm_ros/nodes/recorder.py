@@ -130,10 +130,6 @@ class Recorder(KitNode):
     description = "Record the arm graph's topics into a rosbag2 bag."
     doc = DOC
 
-    def __init__(self, **kwargs: Any) -> None:
-        """Declare parameters, open the bag and start discovery (never blocks)."""
-        super().__init__(NODE_NAME, **kwargs)
-
     def setup(self) -> None:
         """Declare parameters, open the bag and start discovery."""
         p = declare_parameters(self, PARAMETERS, DOC)

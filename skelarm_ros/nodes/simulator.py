@@ -67,10 +67,8 @@ from skelarm_ros.nodes.kit import (
     say,
     strings,
     text,
-    wait_for_acknowledgements,
 )
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
-from skelarm_ros.nodes.spinning import stop_requested
 from skelarm_ros.scenario import load_arm
 from skelarm_ros.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
 from skelarm_ros.urdf import skeleton_to_urdf
@@ -86,7 +84,6 @@ DOC = "docs/simulator.md"
 WATCH_PERIOD = 0.02  # s, how often the start condition and the lockstep timeout are looked at
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
-
 HISTORY = 100  # realtime: messages kept per topic
 
 PARAMETERS = (
@@ -135,10 +132,6 @@ class SimulatorNode(KitNode):
     doc = DOC
     now = staticmethod(time.monotonic)
     """The steady clock the run's times come from (seconds)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        """Declare the parameters, load the arm and wire topics, services and the step loop."""
-        super().__init__(NODE_NAME, **kwargs)
 
     def setup(self) -> None:
         """Declare the parameters, build the simulation and its run, and wire the node."""
@@ -442,12 +435,9 @@ class SimulatorNode(KitNode):
     def wrap_up(self) -> int:
         """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
         code = super().wrap_up()
-        if code != 0:
-            return code
-        publishers = [pub for pub in (self.state_pub, self.tip_pub, self.clock_pub) if pub is not None]
-        self.get_logger().info(f"waiting up to {ACK_TIMEOUT:g} s for every reliable reader to take the last states")
-        if not wait_for_acknowledgements(publishers, ACK_TIMEOUT) and not stop_requested():
-            self.get_logger().warning(f"not every reader acknowledged the last states within {ACK_TIMEOUT:g} s")
+        if code == 0:
+            publishers = [pub for pub in (self.state_pub, self.tip_pub, self.clock_pub) if pub is not None]
+            self.wait_for_readers(publishers, ACK_TIMEOUT, "the last states")
         return code
 
 
