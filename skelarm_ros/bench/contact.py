@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skelarm_ros.bench.loop import Workspace, lockstep_rate
+from skelarm_ros.bench.loop import Workspace, end_process, lockstep_rate
 from skelarm_ros.transport import udp_localhost_environment
 
 if TYPE_CHECKING:
@@ -145,17 +145,6 @@ def _python(args: Sequence[str], env: Mapping[str, str], log: Path) -> subproces
         )
 
 
-def _end(process: subprocess.Popen[bytes]) -> None:
-    """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10.0)
-
-
 def _wait_ready(process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while _READY not in log.read_text(errors="replace"):
@@ -171,7 +160,7 @@ def talk_once(env: Mapping[str, str], log: Path, into: Rounds) -> None:
     try:
         talking.wait(timeout=START_TIMEOUT + TALK)
     finally:
-        _end(talking)
+        end_process(talking)
     text = log.read_text(errors="replace")
     found = _LONGEST.search(text)
     if found is None:
@@ -224,7 +213,7 @@ def run(*, quick: bool = False) -> dict[str, list[float]]:
                     talk_once(env, Path(folder) / f"talker-{index}-{round_}.log", results[label])
         finally:
             for process in idles:
-                _end(process)
+                end_process(process)
         print(f"{'':54} {'talkers':>8} {'with a stall':>14} {'of >= 0.3 s':>13} {'longest':>10} {'matched':>9}")
         for label, result in results.items():
             print(f"{label:<54} {result.line()}")

@@ -26,13 +26,13 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from skelarm_ros import netns
+from skelarm_ros.bench.loop import end_process, node_args
 
 SCENARIO = "reach"
 START_TIMEOUT = 60.0  # s for the processes to start and find each other
@@ -57,25 +57,6 @@ def _environment(pair: netns.HostPair, host: netns.Host, discovery: str, domain:
         env = netns.dds_environment(os.environ, domain_id=domain, discovery=discovery, peer=pair.peer(host).address)
     env["ROS_LOG_DIR"] = str(log_dir)
     return env
-
-
-def _node(name: str, parameters: dict[str, object]) -> list[str]:
-    words = [sys.executable, "-m", "skelarm_ros.cli", "run", name, "--ros-args"]
-    for key, value in parameters.items():
-        words += ["-p", f"{key}:={value}"]
-    return words
-
-
-def _end(process: subprocess.Popen[bytes]) -> int:
-    """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10.0)
-    return process.returncode
 
 
 def lockstep_rate(pair: netns.HostPair, where: str, discovery: str, duration: float, folder: Path) -> float:
@@ -113,12 +94,12 @@ def lockstep_rate(pair: netns.HostPair, where: str, discovery: str, duration: fl
         ):
             env = _environment(pair, host, discovery, domain, folder)
             with logs[name].open("wb") as stream:
-                command = pair.command(host, _node(name, parameters))
+                command = pair.command(host, [sys.executable, *node_args(name, parameters)])
                 processes.append(subprocess.Popen(command, env=env, stdout=stream, stderr=subprocess.STDOUT))
         code = processes[1].wait(timeout=START_TIMEOUT + duration * 10.0)
     finally:
         for process in processes:
-            _end(process)
+            end_process(process)
     text = logs["simulator"].read_text(errors="replace")
     found = _RAN.search(text)
     if code != 0 or found is None:

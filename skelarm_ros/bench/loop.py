@@ -76,14 +76,15 @@ def _start(args: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Po
         return subprocess.Popen([sys.executable, *args], env=env, stdout=stream, stderr=subprocess.STDOUT)
 
 
-def _node(name: str, parameters: dict[str, object]) -> list[str]:
+def node_args(name: str, parameters: dict[str, object]) -> list[str]:
+    """Return the Python arguments that run the package's node ``name`` with ``parameters`` set."""
     args = ["-m", f"skelarm_ros.nodes.{name}", "--ros-args"]
     for key, value in parameters.items():
         args += ["-p", f"{key}:={value}"]
     return args
 
 
-def _end(process: subprocess.Popen[bytes]) -> int:
+def end_process(process: subprocess.Popen[bytes]) -> int:
     """End a process started here, by its id: SIGINT, then SIGKILL after a deadline."""
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
@@ -271,9 +272,9 @@ def _pair(work: Workspace, responder: tuple[str, list[str]], driver: tuple[str, 
         try:
             return _wait(driving, timeout, driver_log)
         finally:
-            _end(driving)
+            end_process(driving)
     finally:
-        _end(answering)
+        end_process(answering)
 
 
 def _found(pattern: re.Pattern[str] | str, text: str, what: str) -> re.Match[str]:
@@ -304,10 +305,10 @@ def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
     """Return the simulator's steps per second in lockstep with the controller, from its log."""
     text = _pair(
         work,
-        ("controller", _node("controller", {"scenario": scenario, "command_interface": "joint_commands"})),
+        ("controller", node_args("controller", {"scenario": scenario, "command_interface": "joint_commands"})),
         (
             "simulator",
-            _node(
+            node_args(
                 "simulator",
                 {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
             ),
@@ -329,8 +330,8 @@ def realtime_share(
     common = {"scenario": scenario, "command_interface": "joint_commands", "dt": dt, "thread_priority": priority}
     text = _pair(
         work,
-        ("controller", _node("controller", common)),
-        ("simulator", _node("simulator", {**common, "mode": "realtime", "duration": duration})),
+        ("controller", node_args("controller", common)),
+        ("simulator", node_args("simulator", {**common, "mode": "realtime", "duration": duration})),
         START_TIMEOUT + duration * 3.0,
     )
     if priority and "runs under SCHED_FIFO" not in text:
