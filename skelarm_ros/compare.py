@@ -43,7 +43,7 @@ from skelarm_ros.interface import (
     split_names,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
+from skelarm_ros.outputs import add_force_option, named_after, refused, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -396,10 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     suffixes = (".sklog.npz", ".npz", ".db3", ".mcap", ".bag")
     output = Path(args.output) if args.output else named_after(Path(args.shadow), "_compare.png", suffixes, Path.cwd())
     joints = split_names(args.command_joints)
-    try:
-        check_new(output, args.force)
-    except ValueError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+    if refused(PROG, [output], args.force):
         return 1
     try:
         recorded = load_commands(args.recorded, args.recorded_topic, joints)

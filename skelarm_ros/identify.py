@@ -43,7 +43,7 @@ from skelarm_ros.identification.twin import (
     twin_skeleton,
 )
 from skelarm_ros.interface import split_names
-from skelarm_ros.outputs import add_force_option, check_new, write_atomically
+from skelarm_ros.outputs import add_force_option, check_new, refused, write_atomically
 from skelarm_ros.scenario import ArmSetup, ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -435,11 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``identify`` from the command line; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     joints = split_names(args.joints) or None
-    try:
-        for output in (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),))):
-            check_new(output, args.force)
-    except ValueError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+    outputs = (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),)))
+    if refused(PROG, outputs, args.force):
         return 1
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 
 class OutputExists(ValueError):
@@ -53,6 +54,32 @@ def check_new(path: str | Path, force: bool = False) -> Path:
         msg = f"the folder '{folder}' of '{path}' does not exist; create it or choose another path"
         raise ValueError(msg)
     return path
+
+
+def refused(prog: str, paths: Iterable[str | Path], force: bool) -> bool:
+    """Check a tool's outputs by :func:`check_new` before it starts; say the first problem.
+
+    Parameters
+    ----------
+    prog : str
+        The tool's name, which starts the sentence (``"<prog>: error: ..."`` on standard error).
+    paths : Iterable[str | Path]
+        Every file the tool will write.
+    force : bool
+        The tool's ``--force``.
+
+    Returns
+    -------
+    bool
+        ``True`` when an output may not be written (the tool then exits 1), else ``False``.
+    """
+    try:
+        for path in paths:
+            check_new(path, force)
+    except ValueError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return True
+    return False
 
 
 def named_after(source: Path, ending: str, strip: tuple[str, ...] = (), folder: Path | None = None) -> Path:

@@ -36,7 +36,7 @@ from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 from skelarm_ros.engine import sync_skeleton
 from skelarm_ros.logfile import LogFileError, read_log
 from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
-from skelarm_ros.outputs import add_force_option, check_new, named_after, write_atomically
+from skelarm_ros.outputs import add_force_option, named_after, refused, write_atomically
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -317,10 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``skelarm-ros plot``; returns the exit code."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     output = Path(args.output) if args.output else named_after(Path(args.log), ".png", (".sklog.npz", ".npz"))
-    try:
-        check_new(output, args.force)
-    except ValueError as error:
-        print(f"skelarm-ros plot: error: {error}", file=sys.stderr)
+    if refused("skelarm-ros plot", [output], args.force):
         return 1
     try:
         log = load_log(args.log)
