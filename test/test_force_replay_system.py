@@ -100,7 +100,9 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         processes.append(
             _start(
                 "force_replay",
-                {"source": source, "mode": mode, "scenario": scenario},
+                # Wrenches are held back until the simulator and this probe read them (volatile: a
+                # reader matched late misses the first ones), as the launch counts its recorder.
+                {"source": source, "mode": mode, "scenario": scenario, "min_subscribers": 2},
                 tmp_path / "force_replay.log",
             )
         )
