@@ -15,6 +15,22 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SKELARM_ROS_SHARED_DATA", REPO.parent / "shared" / "data"))
 SCENARIOS = SHARED_DATA / "scenarios"
 BAGS = SHARED_DATA / "bags"
+BUNDLED = REPO / "config" / "scenarios"
+
+
+def scenario_file(name: str) -> Path:
+    """A scenario by name: the shared file where the shared data is, else the package's bundled copy of it.
+
+    The bundled copies hold the same robots and tasks (their comments name this package's commands), so
+    a test that needs an arm, not the shared files themselves, runs on a fresh clone without them.
+    """
+    shared = SCENARIOS / f"{name}.toml"
+    return shared if shared.is_file() else BUNDLED / f"{name}.toml"
+
+
+def robot_files() -> list[Path]:
+    """Every shared scenario or robot file, else every bundled one, sorted."""
+    return sorted(SCENARIOS.glob("*.toml")) or sorted(BUNDLED.glob("*.toml"))
 
 
 def full_scenarios() -> list[Path]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import skelarm
 from builtin_interfaces.msg import Time
-from conftest import SCENARIOS, random_arm
+from conftest import random_arm, scenario_file
 from visualization_msgs.msg import Marker
 
 from skelarm_ros.markers import (
@@ -67,7 +67,7 @@ def test_arm_points_of_a_series_equal_one_by_one() -> None:
 
 
 def test_shared_robot_base_offset_puts_the_first_joint_at_base_length() -> None:
-    setup = load_arm(SCENARIOS / "base_offset_robot.toml")
+    setup = load_arm(scenario_file("base_offset_robot"))
     points = ArmGeometry.from_skeleton(setup.skeleton).points(np.zeros(setup.num_joints))
     np.testing.assert_allclose(points, [[0, 0], [0.5, 0], [1.5, 0], [2.3, 0]], atol=1e-12)
 
@@ -142,7 +142,7 @@ def test_tolerance_ring_is_a_closed_circle_of_the_tolerance_radius() -> None:
 
 
 def test_marker_array_is_in_base_with_the_stamp_and_deletes_what_is_hidden() -> None:
-    setup = load_arm(SCENARIOS / "reach.toml")
+    setup = load_arm(scenario_file("reach"))
     arm = ArmGeometry.from_skeleton(setup.skeleton)
     trail = TipTrail()
     for q in np.linspace(setup.q0, setup.q0 + 0.3, 10):
@@ -189,12 +189,12 @@ def test_simulator_and_controller_parts_split_the_namespaces_between_them() -> N
 
 
 def test_multi_target_scenario_marks_the_active_target() -> None:
-    config = tomllib.loads((SCENARIOS / "multi_target.toml").read_text())
+    config = tomllib.loads((scenario_file("multi_target")).read_text())
     goals = goals_from_config(config)
     assert [goal.active for goal in goals] == [True, False, False]
     assert [goal.color for goal in goals] == ["purple", "teal", "orange"]
     assert goals_from_config({"skeleton": {}}) == []
-    goal = goals_from_config(tomllib.loads((SCENARIOS / "reach.toml").read_text()))[0]
+    goal = goals_from_config(tomllib.loads((scenario_file("reach")).read_text()))[0]
     assert goal.position.tolist() == [0.55, 1.21] and goal.tolerance == 0.02
     with pytest.raises(ValueError, match="unknown task type 'juggling'"):
         goals_from_config({"task": {"type": "juggling"}})

@@ -10,7 +10,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 import skelarm
-from conftest import SCENARIOS, reference_run
+from conftest import reference_run, scenario_file
 from matplotlib.patches import Circle
 from matplotlib.quiver import Quiver
 
@@ -19,7 +19,7 @@ from skelarm_ros.engine import ArmEngine, run_controlled
 from skelarm_ros.markers import goals_from_config
 from skelarm_ros.plot import load_log, plot_log
 
-REACH = SCENARIOS / "reach.toml"
+REACH = scenario_file("reach")
 
 
 def titles(figure) -> list[str]:

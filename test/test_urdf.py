@@ -10,7 +10,7 @@ import pinocchio as pin
 import pytest
 import skelarm
 import urdf_samples as samples
-from conftest import SCENARIOS, random_arm
+from conftest import random_arm, robot_files, scenario_file
 from urdf_parser_py.urdf import URDF, Box
 
 from skelarm_ros.engine import build_model
@@ -25,7 +25,7 @@ from skelarm_ros.urdf import (
     skeleton_to_urdf,
 )
 
-ROBOT_FILES = sorted(SCENARIOS.glob("*.toml"))
+ROBOT_FILES = robot_files()
 
 
 def check_urdf(skeleton: skelarm.Skeleton, names: list[str], efforts: list[float] | None) -> URDF:
@@ -130,7 +130,7 @@ def test_urdfdom_reads_the_same_dynamics_as_the_engine() -> None:
 
 
 def test_wrong_counts_and_bad_effort_limits_are_named() -> None:
-    skeleton = load_arm(SCENARIOS / "four_dof_robot.toml").skeleton
+    skeleton = load_arm(scenario_file("four_dof_robot")).skeleton
     with pytest.raises(ValueError, match="3 joint names for an arm of 4 joints"):
         skeleton_to_urdf(skeleton, ["a", "b", "c"])
     with pytest.raises(ValueError, match="2 effort limits for an arm of 4 joints"):
