@@ -94,7 +94,10 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         spin_until(lambda: subscriptions[0].get_publisher_count() > 0, start + START_TIMEOUT, "the simulator")
         processes.append(
             _start(
-                "controller", {"scenario": scenario, "command_interface": "joint_commands"}, tmp_path / "controller.log"
+                "controller",
+                # As the launch runs it in lockstep: every state is answered, so none may be lost.
+                {"scenario": scenario, "command_interface": "joint_commands", "reliable_states": True},
+                tmp_path / "controller.log",
             )
         )
         processes.append(
