@@ -54,6 +54,19 @@ def reference_run(path: Path):
         return skelarm.run_scenario(skelarm.load_scenario(path))
 
 
+def installed_share() -> Path:
+    """The installed package's share folder (``colcon build``); skips the calling test module where there is none."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        return Path(get_package_share_directory("skelarm_ros"))
+    except (PackageNotFoundError, OSError):
+        pytest.skip(
+            "skelarm_ros is not installed in the ament index (build it with colcon and source install/setup.bash)",
+            allow_module_level=True,
+        )
+
+
 # Property tests explore new random cases on a developer's machine; in CI (CI=true) they
 # replay one fixed sequence, so a landing never depends on what the dice found that day.
 try:

@@ -24,7 +24,6 @@ pytest.importorskip(
 )
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
@@ -32,15 +31,10 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource  # n
 # pytest puts test/ on the import path; `launch_test test/test_launch_file.py` loads this file alone.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import installed_share  # noqa: E402
 from test_launcher_system import Probe, reach_target  # noqa: E402
 
-try:
-    SHARE = Path(get_package_share_directory("skelarm_ros"))
-except (PackageNotFoundError, OSError):
-    pytest.skip(
-        "skelarm_ros is not installed in the ament index (build it with colcon and source install/setup.bash)",
-        allow_module_level=True,
-    )
+SHARE = installed_share()
 
 DEADLINE = 90.0  # s for the graph to start and the reach to finish on a loaded machine
 

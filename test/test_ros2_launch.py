@@ -30,19 +30,13 @@ if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
         allow_module_level=True,
     )
 
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory  # noqa: E402
+from conftest import installed_share  # noqa: E402
 from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
 
 from skelarm_ros.graph import GraphError, resolve_arguments  # noqa: E402
 from skelarm_ros.launcher import failure  # noqa: E402
 
-try:
-    SHARE = Path(get_package_share_directory("skelarm_ros"))
-except (PackageNotFoundError, OSError):
-    pytest.skip(
-        "skelarm_ros is not installed in the ament index (build it with colcon and source install/setup.bash)",
-        allow_module_level=True,
-    )
+SHARE = installed_share()
 CAUGHT = "[ERROR] [launch]: Caught exception in launch (see debug for traceback): "
 STARTING = "lockstep: starting"  # the simulator's line when step 0 goes out
 
