@@ -65,6 +65,18 @@ def test_status_lines_come_each_period_with_the_command_rate() -> None:
     assert progress.report(111.0) == []  # nothing controlled since: nothing to report
 
 
+def test_the_summary_says_the_commands_and_where_the_tip_was_left() -> None:
+    assert TaskProgress(build_control_loop("reach")[0]).summary() == "sent no command (no joint state arrived)"
+    loop, engine, progress, _ = drive("reach", 2.5)
+    text = progress.summary()
+    assert text.startswith("sent 1250 commands, the last at t=2.498 s: tip (0.550, 1.210), ")
+    target = loop.followed_target()
+    assert target is not None
+    tip = engine.endpoint(np.array(loop.skeleton.q))
+    distance = float(text.split(", ")[-1].split(" m")[0])
+    assert distance == pytest.approx(float(np.linalg.norm(tip - target)), abs=1e-4)
+
+
 def test_a_task_without_a_point_target_reports_the_tip_only(shared_scenarios) -> None:
     path = str(shared_scenarios / "periodic_curve.toml")
     loop, _ = build_control_loop(path)

@@ -168,5 +168,6 @@ def test_ctrl_c_stops_a_running_graph_cleanly_every_time(tmp_path: Path) -> None
         for noise in NOISE:
             assert noise not in output, output
         assert "stopped by a signal; ran" in output, output
+        assert "[controller]: stopped by a signal; sent " in output, output
         clean += 1
     assert clean == RUNS

@@ -95,6 +95,15 @@ class TaskProgress:
             said.append(Say(INFO, f"the task's time ({task.duration:g} s) ended at t={t:.3f} s{where}{within}"))
         return said
 
+    def summary(self) -> str:
+        """One sentence on the whole run: the commands sent and, after the last, the tip and the target."""
+        if not self.commands:
+            return "sent no command (no joint state arrived)"
+        x, y = self._tip().tolist()
+        text = f"sent {self.commands} commands, the last at t={self._t:.3f} s: tip ({x:.3f}, {y:.3f})"
+        distance = self._distance()
+        return text if distance is None else f"{text}, {distance:.4f} m from the target"
+
     def report(self, now: float) -> list[Say]:
         """Return the status line when :attr:`period` wall seconds passed since the last one (``now`` in s)."""
         if self._reported is None:

@@ -255,6 +255,10 @@ class ControllerNode(KitNode):
                 out.publish(publisher, message)
         say(self, self.progress.controlled(output.t))
 
+    def stop_report(self) -> str:
+        """Return what a stop by a signal says: the run's commands and where the tip was left."""
+        return f"stopped by a signal; {self.progress.summary()}"
+
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""
         now = time.monotonic()
