@@ -265,10 +265,23 @@ def _build_typestore(connections: list[Connection], is_ros2: bool, notes: list[s
                 f"the stored definition of {conn.msgtype} could not be parsed ({printable(reason)[:200]}); "
                 "using the default"
             )
+    store = get_typestore(Stores.EMPTY)
+    for name, (_, fields) in store.fielddefs.items():  # builtin_interfaces' Time and Duration are fixed
+        if name in typs and [(f[0].lower(), f[1]) for f in typs[name][1]] != [(f[0].lower(), f[1]) for f in fields]:
+            del typs[name]
+            notes.append(f"the bag's stored definition of {name} differs from ROS 2's; using ROS 2's")
     default = get_typestore(Stores.ROS2_JAZZY if is_ros2 else Stores.ROS1_NOETIC)
     merged = {**default.fielddefs, **typs}
-    store = get_typestore(Stores.EMPTY)
-    store.register(merged)
+    # Only the bag's types and those nested in them: registering generates code for each type.
+    needed: set[str] = set()
+    pending = [conn.msgtype for conn in connections]
+    while pending:
+        name = pending.pop()
+        if name in needed or name not in merged:
+            continue
+        needed.add(name)
+        pending.extend(referenced_types(merged, name))
+    store.register({name: merged[name] for name in sorted(needed)})
     return store
 
 

@@ -330,6 +330,7 @@ def damage(path: Path, how: tuple) -> None:
 @example(how=("flip", [(0.0078125, 128)]), storage="mcap", bare=True, recover=True)  # garbage in a channel record
 @example(how=("flip", [(0.9822170403834642, 32)]), storage="mcap", bare=False, recover=False)  # NUL in a definition
 @example(how=("flip", [(0.982070229295343, 1)]), storage="mcap", bare=False, recover=False)  # a field renamed
+@example(how=("flip", [(0.20754327086157434, 2)]), storage="sqlite3", bare=False, recover=False)  # Time's field renamed
 def test_bag_to_log_on_damaged_bags_gives_a_sentence_or_a_correct_log(bags, how, storage, bare, recover) -> None:
     source, q = bags[storage]
     with tempfile.TemporaryDirectory() as work:
