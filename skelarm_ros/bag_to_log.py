@@ -70,7 +70,7 @@ from skelarm_ros.interface import (
 from skelarm_ros.logfile import LogFileError, write_log
 from skelarm_ros.outputs import add_force_option, check_new
 from skelarm_ros.scenario import ScenarioError, load_arm
-from skelarm_ros.urdf import URDFError, skeleton_from_urdf
+from skelarm_ros.urdf_reader import URDFError, skeleton_from_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -34,7 +34,8 @@ from skelarm_ros.bag_to_log import (
 from skelarm_ros.bags import Bag, BagError, open_bag, read_messages
 from skelarm_ros.log_to_bag import LogError, log_to_bag
 from skelarm_ros.scenario import load_arm
-from skelarm_ros.urdf import skeleton_from_urdf, skeleton_to_urdf
+from skelarm_ros.urdf import skeleton_to_urdf
+from skelarm_ros.urdf_reader import skeleton_from_urdf
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 T = STORE.types

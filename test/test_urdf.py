@@ -16,14 +16,8 @@ from urdf_parser_py.urdf import URDF, Box
 from skelarm_ros.engine import build_model
 from skelarm_ros.interface import default_joint_names
 from skelarm_ros.scenario import load_arm
-from skelarm_ros.urdf import (
-    DEFAULT_EFFORT_LIMIT,
-    LINK_WIDTH,
-    URDFError,
-    link_names,
-    skeleton_from_urdf,
-    skeleton_to_urdf,
-)
+from skelarm_ros.urdf import DEFAULT_EFFORT_LIMIT, LINK_WIDTH, link_names, skeleton_to_urdf
+from skelarm_ros.urdf_reader import URDFError, skeleton_from_urdf
 
 ROBOT_FILES = robot_files()
 
