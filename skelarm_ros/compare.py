@@ -43,7 +43,7 @@ from skelarm_ros.interface import (
     split_names,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.outputs import add_force_option, named_after, refused, write_atomically
+from skelarm_ros.outputs import add_force_option, agg_figure, named_after, refused, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -337,11 +337,9 @@ def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison
     Figure
         A matplotlib figure on the Agg canvas (``fig.savefig(path)``).
     """
-    from matplotlib.figure import Figure
-
     names = [joint.name for joint in comparison.joints]
     origin = int(comparison.stamps[0])
-    figure = Figure(figsize=(9.0, 2.2 * (len(names) + 1)), layout="constrained")
+    figure = agg_figure(9.0, 2.2 * (len(names) + 1))
     axes = figure.subplots(len(names) + 1, 1, sharex=True, squeeze=False)[:, 0]
     for k, name in enumerate(names):
         ax = axes[k]

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Iterable
 
+    from matplotlib.figure import Figure
+
 
 class OutputExists(ValueError):
     """An output that exists already, written without ``--force``."""
@@ -147,3 +149,22 @@ def write_folder_atomically(path: Path, write: Callable[[Path], object]) -> None
         fresh.replace(path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def agg_figure(width: float, height: float) -> Figure:
+    """Return a constrained-layout matplotlib figure on the Agg canvas, for ``plot``, ``compare`` and ``identify``.
+
+    Agg draws into memory: no display, no GUI toolkit and no GUI library is needed,
+    whatever ``MPLBACKEND`` or a matplotlibrc says (a robot's computer has none).
+
+    Parameters
+    ----------
+    width, height : float
+        The figure's size in inches.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure

@@ -36,7 +36,7 @@ from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 from skelarm_ros.engine import sync_skeleton
 from skelarm_ros.logfile import LogFileError, read_log
 from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
-from skelarm_ros.outputs import add_force_option, named_after, refused, write_atomically
+from skelarm_ros.outputs import add_force_option, agg_figure, named_after, refused, write_atomically
 from skelarm_ros.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -228,8 +228,6 @@ def plot_log(
     Figure
         A matplotlib figure on the Agg canvas (``fig.savefig(path)``).
     """
-    from matplotlib.figure import Figure
-
     t = log.times
     q = _matrix(log, "q")
     assert q is not None  # load_log checked it
@@ -241,7 +239,7 @@ def plot_log(
     active = [goal for goal in goals if goal.active]
     lower = "force" if force is not None else ("distance" if plane and active else None)
     rows = 3 if lower else 2
-    figure = Figure(figsize=(13.0, 7.5) if plane else (8.0, 7.5), layout="constrained")
+    figure = agg_figure(*((13.0, 7.5) if plane else (8.0, 7.5)))
     grid = figure.add_gridspec(rows, 2 if plane else 1, width_ratios=[1.1, 1.0] if plane else None)
     column = 1 if plane else 0
     angle_ax = figure.add_subplot(grid[0, column])

@@ -32,6 +32,7 @@ from skelarm.recording import dump_toml
 from skelarm_ros.engine import build_model
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import GAP_FACTOR, lowpass
+from skelarm_ros.outputs import agg_figure
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -213,10 +214,8 @@ def _with_breaks(prediction: Prediction) -> tuple[Any, ...]:
 
 def torque_figure(prediction: Prediction, joints: Sequence[str], title: str) -> Figure:
     """Measured against predicted torques per joint, one panel each, on the Agg canvas."""
-    from matplotlib.figure import Figure
-
     n = len(joints)
-    figure = Figure(figsize=(10.0, 1.9 * n + 1.2), layout="constrained")
+    figure = agg_figure(10.0, 1.9 * n + 1.2)
     axes = figure.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
     twin_error = Prediction.error(prediction.twin, prediction.measured)
     time, measured, twin, prior = _with_breaks(prediction)
