@@ -15,6 +15,10 @@ import sys
 
 # name -> (module:function, one-line description)
 BENCHMARKS: dict[str, tuple[str, str]] = {
+    "startup": (
+        "skelarm_ros.bench.startup:run",
+        "each executable's start-up time and memory beside a bare rclpy node; peak memory of a running graph",
+    ),
     "engine": ("skelarm_ros.bench.engine:run", "engine step vs skelarm.integrate_with_limits, 2/4/8 links"),
     "bags": ("skelarm_ros.bench.bags:run", "bag_to_log throughput vs rosbags raw deserialization, peak memory"),
     "controllers": ("skelarm_ros.bench.controllers:run", "per-step cost of each controller, skelarm vs fast model"),

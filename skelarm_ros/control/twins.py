@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
-from scipy.optimize import minimize
 from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, JointPD, SampledJointReference
 from skelarm.mpc import JointSpaceMPC
 
@@ -150,6 +149,8 @@ class FastJointSpaceMPC(JointSpaceMPC):
         def batched(_fun: Any, points: Any) -> list[float]:
             """``map(fun, points)`` for scipy's gradient: every point's cost from one batched rollout."""
             return self._costs(np.array(list(points)), *args).tolist()
+
+        from scipy.optimize import minimize  # SciPy loads with the first MPC step, not with every controller
 
         result = minimize(
             self._rollout_cost,
