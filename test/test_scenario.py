@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from skelarm_ros.scenario import ScenarioError, arm_from_config
+from skelarm_ros.sim.scenario import ScenarioError, arm_from_config
 
 LINK = {"length": 0.5, "mass": 1.0, "inertia": 0.02, "com": [0.25, 0.0], "limits": [-90.0, 90.0]}
 ROBOT = {"skeleton": {"base_length": 0.1, "link": [dict(LINK), dict(LINK)]}, "initial": {"q": [0.0, 0.0]}}

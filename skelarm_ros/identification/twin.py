@@ -29,10 +29,10 @@ import pinocchio as pin
 import skelarm
 from skelarm.recording import dump_toml
 
-from skelarm_ros.engine import build_model
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import GAP_FACTOR, lowpass
 from skelarm_ros.outputs import agg_figure
+from skelarm_ros.sim.engine import build_model
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

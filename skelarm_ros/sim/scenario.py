@@ -58,7 +58,7 @@ def share_directory() -> Path:
             pass
     except ImportError:  # pragma: no cover - ament_index_python comes with the ROS wheels
         pass
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def bundled_scenarios() -> dict[str, Path]:
