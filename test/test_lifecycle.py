@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skelarm_ros.sim.run import ERROR, INFO, WARNING, Say, SimulatorRun, start_missing
+from skelarm_ros.interface import ERROR, INFO, WARNING, Say
+from skelarm_ros.sim.run import SimulatorRun, start_missing
 
 
 def texts(said: list[Say]) -> list[str]:

@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.bags.cdr import JointStateWriter
-from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.loop import ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.interface import (
     BASE_FRAME,
@@ -28,6 +28,7 @@ from skelarm_ros.interface import (
     JOINT_COMMANDS,
     JOINT_STATES,
     TARGET,
+    TIME_REVERSAL_MODES,
     channel_topic,
     check_effort_limits,
     stamp_to_nanoseconds,

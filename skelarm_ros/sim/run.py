@@ -8,8 +8,9 @@ clock), everything about the run that is not physics: the start condition and it
 settling time, the lockstep wait for each step's command and its timeout, the
 realtime watchdog on commands (lapse and resume, paused time not counted), pause
 and reset (each reset starts a new time line), the end after ``duration``, the exit
-code, and the summary of each time line. It returns what to say as :class:`Say`
-items; the simulator node logs them and keeps only topics, timers and services.
+code, and the summary of each time line. It returns what to say as
+:class:`~skelarm_ros.interface.Say` items; the simulator node logs them and keeps only
+topics, timers and services.
 
 This module imports neither rclpy nor numpy.
 """
@@ -22,11 +23,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skelarm_ros.interface import (
+    ERROR,
+    INFO,
     JOINT_COMMANDS,
     JOINT_STATES,
     LOCKSTEP,
     REALTIME,
     TIP_WRENCH,
+    WARNING,
+    Say,
     check_choice,
     check_non_negative,
     check_positive,
@@ -43,10 +48,6 @@ RUN_SUMMARY = re.compile(
 
 START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
 WAIT_REPORT = 5.0  # s between two reports of what a start is waiting for
-
-INFO = "info"
-WARNING = "warning"
-ERROR = "error"
 
 
 def start_missing(
@@ -107,14 +108,6 @@ def start_missing(
     if matched_readers < expected:
         missing.append(f"{JOINT_STATES} readers matched ({matched_readers} of {expected})")
     return missing
-
-
-@dataclass(frozen=True)
-class Say:
-    """One thing the run says: a log level (:data:`INFO`, :data:`WARNING`, :data:`ERROR`) and a sentence."""
-
-    level: str
-    text: str
 
 
 @dataclass
