@@ -430,7 +430,7 @@ class SimulatorNode(KitNode):
 
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's summary."""
-        return f"stopped by a signal; {self.run.summary()}"
+        return f"stopped by a signal; {self.run.summary().text()}"
 
     def wrap_up(self) -> int:
         """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
