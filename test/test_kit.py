@@ -1,11 +1,12 @@
-"""The node kit in-process: parameters from one table, the raw joint-state input, messages held back, the runner."""
+"""The node kit in-process: parameters from one class, the raw joint-state input, messages held back, the runner."""
 
 from __future__ import annotations
 
 import math
 import signal
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import pytest
 from rclpy.executors import SingleThreadedExecutor
@@ -17,37 +18,24 @@ from sensor_msgs.msg import JointState
 
 from skelarm_ros.interface import check_effort_limits
 from skelarm_ros.nodes import spinning
-from skelarm_ros.nodes.kit import (
-    HeldBack,
-    IncompatiblePeers,
-    JointStateInput,
-    KitNode,
-    ParameterError,
-    choice,
-    count,
-    declare_parameters,
-    flag,
-    floats,
-    given_parameters,
-    live_parameters,
-    number,
-    run_node,
-    strings,
-    text,
-)
+from skelarm_ros.nodes.endpoints import HeldBack, IncompatiblePeers, JointStateInput
+from skelarm_ros.nodes.parameters import LiveParameters, ParameterError, declare_parameters, given_parameters
+from skelarm_ros.nodes.params.fields import choice, count, number, param
+from skelarm_ros.nodes.running import KitNode, run_node
 
 pytestmark = pytest.mark.ros
 
-TABLE = (
-    text("scenario", "", "a scenario"),
-    number("dt", 0.0, "a step", zero=True),
-    number("timeout", 0.5, "a timeout", live=True),
-    choice("mode", ("realtime", "lockstep"), "a mode"),
-    count("priority", 0, "a priority", 99),
-    flag("clock", True, "a flag"),
-    strings("names", "names"),
-    floats("effort_limits", "limits", live=True),
-)
+
+@dataclass(frozen=True)
+class Table:
+    scenario: Annotated[str, param("a scenario")] = ""
+    dt: Annotated[float, number("a step", zero=True)] = 0.0
+    timeout: Annotated[float, number("a timeout", live=True)] = 0.5
+    mode: Annotated[str, choice(("realtime", "lockstep"), "a mode")] = "realtime"
+    priority: Annotated[int, count("a priority", 99)] = 0
+    clock: Annotated[bool, param("a flag")] = True
+    names: Annotated[tuple[str, ...], param("names")] = ()
+    effort_limits: Annotated[tuple[float, ...], param("limits", live=True)] = ()
 
 
 def node_with(context: Any, **given: Any) -> Node:
@@ -55,10 +43,10 @@ def node_with(context: Any, **given: Any) -> Node:
     return Node("kit_test", context=context, parameter_overrides=overrides)
 
 
-def declared(context: Any, **given: Any) -> dict[str, Any]:
+def declared(context: Any, **given: Any) -> Table:
     node = node_with(context, **given)
     try:
-        return declare_parameters(node, TABLE, "docs/x.md")
+        return declare_parameters(node, Table, "docs/x.md")
     finally:
         node.destroy_node()
 
@@ -76,8 +64,9 @@ def test_the_given_parameters_are_read_where_rclpy_keeps_them(context: Any) -> N
 
 def test_defaults_and_given_values_come_back_checked(context: Any) -> None:
     values = declared(context, dt=0.25, mode="lockstep", priority=50, names=["a", "b"])
-    assert values["dt"] == 0.25 and values["mode"] == "lockstep" and values["priority"] == 50
-    assert values["names"] == ["a", "b"] and values["effort_limits"] is None and values["clock"] is True
+    assert isinstance(values, Table)
+    assert values.dt == 0.25 and values.mode == "lockstep" and values.priority == 50
+    assert values.names == ("a", "b") and values.effort_limits == () and values.clock is True
 
 
 @pytest.mark.parametrize(
@@ -101,13 +90,13 @@ def test_a_bad_parameter_is_one_sentence_with_the_fix(context: Any, given: dict[
 
 
 def test_parameters_rclpy_declares_itself_are_accepted(context: Any) -> None:
-    assert declared(context, use_sim_time=True)["dt"] == 0.0
+    assert declared(context, use_sim_time=True).dt == 0.0
 
 
 def test_descriptors_state_ranges_and_choices_for_tools(context: Any) -> None:
     node = node_with(context)
     try:
-        declare_parameters(node, TABLE, "docs/x.md")
+        declare_parameters(node, Table, "docs/x.md")
         dt = node.describe_parameter("dt")
         assert dt.read_only and dt.floating_point_range[0].from_value == 0.0
         assert math.isinf(dt.floating_point_range[0].to_value)
@@ -121,22 +110,23 @@ def test_descriptors_state_ranges_and_choices_for_tools(context: Any) -> None:
 
 def test_a_live_set_is_checked_whole_before_any_of_it_applies(context: Any) -> None:
     node = node_with(context)
-    applied: list[dict[str, Any]] = []
+    applied: list[Table] = []
     try:
-        declare_parameters(node, TABLE, "docs/x.md")
+        values = declare_parameters(node, Table, "docs/x.md")
         checks = {"effort_limits": lambda _name, value: check_effort_limits(value, 2)}
-        live_parameters(node, TABLE, applied.append, checks=checks)
+        live = LiveParameters(node, values, applied.append, checks=checks)
         limits = Parameter("effort_limits", value=[1.0, 2.0])
         bad = node.set_parameters_atomically([limits, Parameter("timeout", value=0.0)])
         assert not bad.successful and bad.reason == "parameter timeout must be a positive number (s), got 0.0"
-        assert applied == []
+        assert applied == [] and live.current is values
         bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
         assert bad.reason == (
             "parameter effort_limits has 1 values but the arm has 2 joints; give one limit per joint or none"
         )
         good = node.set_parameters_atomically([limits, Parameter("timeout", value=0.1)])
         assert good.successful
-        assert applied == [{"effort_limits": [1.0, 2.0], "timeout": 0.1}]
+        assert [(new.effort_limits, new.timeout) for new in applied] == [((1.0, 2.0), 0.1)]
+        assert live.current is applied[-1] and values.timeout == 0.5  # replaced whole, never changed in place
         assert not node.set_parameters([Parameter("dt", value=0.1)])[0].successful  # read-only
     finally:
         node.destroy_node()

@@ -50,7 +50,7 @@ from skelarm_ros.bags.replay import (
     plan_topics,
 )
 from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
-from skelarm_ros.nodes.kit import KitNode, run_node
+from skelarm_ros.nodes.running import KitNode, run_node
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
