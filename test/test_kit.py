@@ -15,6 +15,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
+from stand_ins import StandIn
 
 from skelarm_ros.interface import check_effort_limits
 from skelarm_ros.nodes import spinning
@@ -187,21 +188,9 @@ def test_an_incompatible_peer_is_named_once_with_the_fix(context: Any) -> None:
         reader.destroy_node()
 
 
-class Capture:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-        self.readers = 0
-
-    def publish(self, message: Any) -> None:
-        self.messages.append(message)
-
-    def get_subscription_count(self) -> int:
-        return self.readers
-
-
 def test_messages_are_held_back_in_order_until_the_readers_are_there(context: Any) -> None:
     node = Node("holder", context=context)
-    first, second = Capture(), Capture()
+    first, second = StandIn(readers=0), StandIn(readers=0)
     released: list[int] = []
     try:
         out = HeldBack(node, lambda: first.readers >= 1 and second.readers >= 1, released.append)
@@ -218,6 +207,28 @@ def test_messages_are_held_back_in_order_until_the_readers_are_there(context: An
         out.publish(first, 3)  # type: ignore[arg-type]
         assert first.messages == [0, 1, 2, 3]
         assert HeldBack(node, None).holding is False  # nothing to wait for: never holds
+    finally:
+        node.destroy_node()
+
+
+class Talking(KitNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("talking", **kwargs)
+
+    def setup(self) -> None:
+        self.chatter = self.publisher(JointState, "chatter", 10)
+        self.other = self.publisher(JointState, "other", 10)
+        self.chatter.publish(JointState(name=["j1"]))
+
+
+def test_a_node_publishes_through_the_stand_in_given_for_a_topic(context: Any) -> None:
+    chatter = StandIn("/chatter")
+    node = Talking(context=context, stand_ins={"chatter": chatter})
+    try:
+        assert node.chatter is chatter and [list(msg.name) for msg in chatter.messages] == [["j1"]]
+        assert node.other.topic_name == "/other" and node.other is not chatter  # a real publisher
+        assert {name for name, _ in node.get_publisher_names_and_types_by_node("talking", "/")} >= {"/other"}
+        assert "/chatter" not in {name for name, _ in node.get_publisher_names_and_types_by_node("talking", "/")}
     finally:
         node.destroy_node()
 
@@ -269,11 +280,15 @@ class Waiting(KitNode):
 
 
 def test_a_signal_ends_the_spin_between_callbacks_and_the_node_says_its_last_words(
-    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(spinning, "_STOP", type(spinning._STOP)())  # a fresh stop flag for this test
+    spinning.clear_stop()  # a fresh stop flag for this test
     before = signal.getsignal(signal.SIGINT)
-    assert run_node(Waiting, name="waiting", description="Waits.", doc="docs/x.md", args=["waiting"]) == 0
+    try:
+        assert run_node(Waiting, name="waiting", description="Waits.", doc="docs/x.md", args=["waiting"]) == 0
+        assert spinning.stop_requested()
+    finally:
+        spinning.clear_stop()  # the nodes other tests run in this process spin
     assert signal.getsignal(signal.SIGINT) is before  # the handlers in place before are back
     err = capfd.readouterr().err
     assert "[waiting]: stopped by a signal; all is well" in err

@@ -56,7 +56,8 @@ class ControllerNode(KitNode):
     node_name : str, optional
         The node's name.
     **kwargs : Any
-        Forwarded to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Forwarded to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
 
     Attributes
     ----------
@@ -102,7 +103,7 @@ class ControllerNode(KitNode):
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
         topic = COMMAND_TOPICS[params.command_interface]
         readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
-        self.command_pub: Publisher = self.create_publisher(
+        self.command_pub: Publisher = self.publisher(
             JointState if self._stamped else Float64MultiArray,
             topic,
             self._out_qos,
@@ -256,7 +257,7 @@ class ControllerNode(KitNode):
         """Create the publisher of one channel: PointStamped for a point, else JointState."""
         columns = channel_columns(name, value, self.loop.joint_names)
         kind = PointStamped if columns is None else JointState
-        entry = (self.create_publisher(kind, channel_topic(name), self._out_qos), columns)
+        entry = (self.publisher(kind, channel_topic(name), self._out_qos), columns)
         self.channel_pubs[name] = entry
         return entry
 

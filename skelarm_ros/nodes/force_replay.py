@@ -46,7 +46,8 @@ class ForceReplayNode(KitNode):
     record : RecordedForce | None, optional
         The force to play; ``None`` reads it from the ``source`` parameter.
     **kwargs : Any
-        Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Passed on to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
 
     Attributes
     ----------
@@ -102,7 +103,7 @@ class ForceReplayNode(KitNode):
                 WATCH_PERIOD, self._watch_clock, clock=Clock(clock_type=ClockType.STEADY_TIME)
             )
         else:
-            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
+            self.wrench_pub = self.publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
             self.timer = self.create_timer(step, self.on_timer)
         self.get_logger().info(
             f"replaying {self.record!r} on {TIP_WRENCH}: mode {self.mode}, timing {self.timing}"
@@ -120,7 +121,7 @@ class ForceReplayNode(KitNode):
     def ensure_publisher(self) -> Publisher:
         """Return the ``tip_wrench`` publisher, creating it when it does not exist yet."""
         if self.wrench_pub is None:
-            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
+            self.wrench_pub = self.publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
         return self.wrench_pub
 
     def on_clock(self, msg: ClockMsg) -> None:

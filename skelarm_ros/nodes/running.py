@@ -10,7 +10,8 @@
   last words before the context goes away (no traceback, no ``FATAL``, no
   ``Failed to publish log message to rosout``).
 - :class:`KitNode` is the base of every node: its set-up runs inside a guard that
-  destroys the node when it fails, and it ends the run with :meth:`KitNode.finish`.
+  destroys the node when it fails, it publishes through :meth:`KitNode.publisher` (a
+  test hands in stand-ins), and it ends the run with :meth:`KitNode.finish`.
 - :func:`say` logs the :class:`~skelarm_ros.interface.Say` items a core returns.
 """
 
@@ -35,23 +36,31 @@ from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, 
 from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, restore_signals, take_signals
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from rclpy.publisher import Publisher
+    from rclpy.qos import QoSProfile
 
     from skelarm_ros.interface import Say
 
 
 class KitNode(Node):
-    """A node of this package: set-up guarded, a run that can finish with an exit code.
+    """A node of this package: set-up guarded, publishers a test can stand in for, a run that can finish.
 
     Subclasses put their set-up in :meth:`setup` (not ``__init__``), so a set-up that
-    fails destroys the node before the error goes on.
+    fails destroys the node before the error goes on, and create their publishers with
+    :meth:`publisher`.
 
     Parameters
     ----------
     node_name : str, optional
         The node's name (the class's :attr:`node_name` when empty).
+    stand_ins : Mapping[str, Publisher] | None, optional
+        Stand-ins for some of the node's publishers, by topic as the node names it
+        (``joint_states``, ``/clock``): :meth:`publisher` returns them instead of
+        creating publishers, so a test sees what the node publishes. A stand-in needs
+        what the node uses of a publisher (``publish``, ``get_subscription_count``,
+        ``topic_name``).
     **kwargs : Any
         Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
 
@@ -75,8 +84,9 @@ class KitNode(Node):
     doc = "docs/interfaces.md"
     events_executor = True
 
-    def __init__(self, node_name: str = "", **kwargs: Any) -> None:
+    def __init__(self, node_name: str = "", *, stand_ins: Mapping[str, Publisher] | None = None, **kwargs: Any) -> None:
         """Create the node (named ``node_name``, else the class's) and run :meth:`setup`; on failure destroy it."""
+        self._stand_ins = dict(stand_ins or {})
         super().__init__(node_name or self.node_name, **kwargs)
         self.finished: Future = Future()
         self.thread_priority = 0
@@ -88,6 +98,13 @@ class KitNode(Node):
 
     def setup(self) -> None:
         """Declare parameters, build the core objects and wire topics (override it)."""
+
+    def publisher(self, msg_type: Any, topic: str, qos: QoSProfile | int, **kwargs: Any) -> Publisher:
+        """Create a publisher (``create_publisher``'s arguments), or return the stand-in given for ``topic``."""
+        stand_in = self._stand_ins.get(topic)
+        if stand_in is not None:
+            return stand_in
+        return self.create_publisher(msg_type, topic, qos, **kwargs)
 
     def finish(self, code: int) -> None:
         """End the run with an exit code (the first call wins); :func:`run_node` then exits with it."""

@@ -75,7 +75,8 @@ class SimulatorNode(KitNode):
     Parameters
     ----------
     **kwargs : Any
-        Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Passed on to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
 
     Attributes
     ----------
@@ -147,13 +148,11 @@ class SimulatorNode(KitNode):
         qos = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=True)
         inputs = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=False)
         readers = IncompatiblePeers(self, f"read {JOINT_STATES} with volatile durability (states keep no history)")
-        self.state_pub = self.create_publisher(
-            JointState, JOINT_STATES, qos, event_callbacks=readers.publisher_events()
-        )
+        self.state_pub = self.publisher(JointState, JOINT_STATES, qos, event_callbacks=readers.publisher_events())
         readers.endpoint = self.state_pub
-        self.tip_pub = self.create_publisher(PointStamped, TIP, qos)
-        self.clock_pub = self.create_publisher(ClockMsg, CLOCK, qos) if params.publish_clock else None
-        self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION, LATCHED)
+        self.tip_pub = self.publisher(PointStamped, TIP, qos)
+        self.clock_pub = self.publisher(ClockMsg, CLOCK, qos) if params.publish_clock else None
+        self.description_pub = self.publisher(String, ROBOT_DESCRIPTION, LATCHED)
         topic = COMMAND_TOPICS[params.command_interface]
         controllers = IncompatiblePeers(self, f"lockstep needs every command: publish {topic} reliably")
         if params.command_interface == COMMANDS:

@@ -56,6 +56,11 @@ def stop_requested() -> bool:
     return _STOP.is_set()
 
 
+def clear_stop() -> None:
+    """Forget a stop request, so a node run after it in the same process spins (tests run several)."""
+    _STOP.clear()
+
+
 def try_shutdown() -> None:
     """Shut rclpy's default context down unless a signal's shutdown got there first.
 
