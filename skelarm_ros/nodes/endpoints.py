@@ -3,7 +3,9 @@
 
 """A node's topics: QoS presets, the raw joint-state input, messages held back, peers that cannot match.
 
-- :data:`KEEP_ALL`, :data:`LATCHED` and :func:`newest`: the QoS profiles the nodes use.
+- :data:`KEEP_ALL`, :data:`LATCHED` and :func:`newest`: the QoS profiles the nodes use;
+  :func:`publisher_qos` the profile a recorded topic is played with.
+- :func:`message_class`: the Python class of a message type named as the graph names it.
 - :class:`JointStateInput` reads ``sensor_msgs/JointState`` as bytes, directly when of
   a known layout (:mod:`skelarm_ros.bags.cdr`), through rclpy otherwise.
 - :class:`HeldBack` holds messages back, in order, until the readers a graph starts
@@ -14,6 +16,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from rclpy.clock import Clock, ClockType
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from rclpy.publisher import Publisher
     from rclpy.timer import Timer
 
+    from skelarm_ros.bags.reader import TopicQos
+
 CHECK_PERIOD = 0.02  # s, how often held-back messages look for their readers
 
 KEEP_ALL = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
@@ -52,6 +57,25 @@ def newest(depth: int, *, reliable: bool) -> QoSProfile:
     """Return a keep-last ``depth`` profile; best effort takes reliable and best-effort publishers alike."""
     reliability = ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=reliability)
+
+
+def publisher_qos(qos: TopicQos) -> QoSProfile:
+    """Return the publisher's QoS profile for a topic's recorded QoS (keep-last its depth)."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=qos.depth,
+        reliability=ReliabilityPolicy.RELIABLE if qos.reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if qos.transient_local else DurabilityPolicy.VOLATILE,
+    )
+
+
+def message_class(msgtype: str) -> Any | None:
+    """Return the Python class of a ROS 2 message type (``pkg/msg/Name``), or ``None`` when not installed."""
+    try:
+        package, kind, name = msgtype.split("/")
+        return getattr(importlib.import_module(f"{package}.{kind}"), name, None)
+    except (ValueError, ImportError):
+        return None
 
 
 # -- joint states as bytes -------------------------------------------------------------------------------
