@@ -10,6 +10,9 @@
   each node's parameter class (``SimulatorParams`` ...). A node declares its class on
   its rclpy node (:func:`skelarm_ros.nodes.parameters.declare_parameters`) and reads
   ``params.dt``; the launch description takes the names from it.
+- :mod:`~skelarm_ros.nodes.params.docs`: the docs' parameter tables, made from the
+  classes (``python -m skelarm_ros.nodes.params.docs`` rewrites them; a test fails when
+  a table differs).
 
 This package imports no ROS client library, so the launch description uses it.
 """

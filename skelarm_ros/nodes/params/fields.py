@@ -16,7 +16,8 @@ the description, read-only or live, the check, the range, the choices::
 :func:`declarations` lists a parameter class's fields with their specs;
 :meth:`Declaration.checked` checks a value with one sentence per problem (the checks
 of :mod:`skelarm_ros.interface`, which the launch description uses too). Declaring
-them on an rclpy node is :mod:`skelarm_ros.nodes.parameters`'s.
+them on an rclpy node is :mod:`skelarm_ros.nodes.parameters`'s; the docs' tables are
+:mod:`skelarm_ros.nodes.params.docs`'s.
 
 This module imports neither rclpy nor numpy.
 """
