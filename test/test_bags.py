@@ -17,7 +17,6 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, W
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros import cli
-from skelarm_ros.bags import bag_to_log as bag_to_log_module
 from skelarm_ros.bags.bag_to_log import (
     Collected,
     ConversionError,
@@ -31,6 +30,7 @@ from skelarm_ros.bags.bag_to_log import (
     plan_topics,
     resolve_skeleton,
 )
+from skelarm_ros.bags.bag_to_log import collection as collection_stage
 from skelarm_ros.bags.log_to_bag import LogError, log_to_bag
 from skelarm_ros.bags.reader import Bag, BagError, open_bag, read_messages
 from skelarm_ros.sim.scenario import load_arm
@@ -311,6 +311,30 @@ def test_joints_option_orders_the_columns(tmp_path):
     log = skelarm.StateLog.load(tmp_path / "o.sklog.npz")
     np.testing.assert_array_equal(log.channel("q")[0], [2.0, 0.0])
     assert log.extra["joint_names"] == ["c", "a"]
+
+
+def test_an_empty_joints_option_is_a_usage_error(tmp_path, capsys):
+    bag = write_bag(tmp_path / "bag", arm_messages(3))
+    assert main([str(bag), "-o", str(tmp_path / "o.sklog.npz"), "--joints", " , "]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: bag_to_log ")
+    assert err.endswith("bag_to_log: error: argument --joints: empty; give joint names separated by commas\n")
+    assert not (tmp_path / "o.sklog.npz").exists()
+
+
+def test_the_command_line_says_a_warning_and_the_log_s_notes_as_notes_once_each(tmp_path, capsys):
+    messages = [("/joint_states", k, joint_state(k, [], [float(k), 0.0])) for k in range(1, 4)]  # no names
+    messages.append(("/robot_description", 4, text("<robot name='not an arm'/>")))
+    bag = write_bag(tmp_path / "bag", messages)
+    assert main([str(bag), "-o", str(tmp_path / "o.sklog.npz")]) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines[0] == (
+        "bag_to_log: note: joint states on '/joint_states' have an empty name list; "
+        "naming the joints ['j1', 'j2'] in position order (pass --joints to name them)"
+    )
+    assert len(lines) == 2 and lines[1].startswith("bag_to_log: note: robot_description could not be read"), lines
+    assert captured.out.startswith("wrote ")
 
 
 def test_skeleton_round_trips_through_the_urdf():
@@ -601,7 +625,7 @@ def test_plan_without_commands_or_wrench_leaves_them_out(tmp_path):
 
 
 def test_collect_reads_states_by_name_and_keeps_early_commands_for_the_first_state(tmp_path, monkeypatch):
-    monkeypatch.setattr(bag_to_log_module, "EARLY_COMMANDS", 2)  # keep the newest two
+    monkeypatch.setattr(collection_stage, "EARLY_COMMANDS", 2)  # keep the newest two
     messages = [("/joint_commands", k, joint_state(k, ["b", "a"], [], [], [10.0 * k, k])) for k in range(3)]
     messages += [
         ("/robot_description", 4, text("<robot/>")),

@@ -1,0 +1,167 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""``bag_to_log``'s conversion: the five stages, then the log written whole or not at all.
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from skelarm_ros.bags.bag_to_log.alignment import align
+from skelarm_ros.bags.bag_to_log.collection import collect
+from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra
+from skelarm_ros.bags.bag_to_log.samples import ConversionError
+from skelarm_ros.bags.bag_to_log.skeleton import resolve_skeleton
+from skelarm_ros.bags.bag_to_log.topics import plan_topics
+from skelarm_ros.bags.logfile import LogFileError, write_log
+from skelarm_ros.bags.reader import open_bag
+from skelarm_ros.sim.scenario import load_arm
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+CLOCKS = ("header", "log")
+"""The clocks a log's time may be read on: header stamps or log time."""
+
+
+@dataclass
+class Summary:
+    """What a conversion did.
+
+    Attributes
+    ----------
+    output : Path
+        The written log.
+    frames : int
+        Samples (joint-state messages) written.
+    messages : int
+        Messages read from the bag.
+    seconds : float
+        Wall time of the conversion.
+    joints : list[str]
+        Joint names, in column order.
+    masked : dict[str, int]
+        Masked (missing) values per channel.
+    extra : dict[str, Any]
+        The ``[extra]`` table written.
+    """
+
+    output: Path
+    frames: int
+    messages: int
+    seconds: float
+    joints: list[str]
+    masked: dict[str, int]
+    extra: dict[str, Any]
+
+    def text(self) -> str:
+        """Return a few lines for the terminal."""
+        rate = self.messages / self.seconds if self.seconds > 0 else float("inf")
+        masked = ", ".join(f"{k}: {v}" for k, v in self.masked.items() if v) or "nothing"
+        counts = self.extra["counts"]
+        return (
+            f"wrote {self.output}: {self.frames} frames of joints {self.joints}\n"
+            f"read {self.messages} messages in {self.seconds:.2f} s ({rate:.0f} msgs/s); "
+            f"clock {self.extra['clock']}, tau from {self.extra['effort']['source']}\n"
+            f"masked values: {masked}; stamp fallbacks to log time: {counts['stamp_fallbacks']}, "
+            f"out-of-order stamps: {counts['out_of_order']}, duplicate stamps: {counts['duplicate_stamps']}"
+        )
+
+
+def bag_to_log(
+    bag_path: str | Path,
+    output: str | Path,
+    *,
+    joint_topic: str | None = None,
+    command_topic: str | None = None,
+    wrench_topic: str | None = None,
+    joints: Sequence[str] | None = None,
+    clock: str = "header",
+    scenario: str | Path | None = None,
+    recover: bool = False,
+    progress: IO[str] | None = None,
+) -> Summary:
+    """Convert a bag into a skelarm ``.sklog.npz``.
+
+    Parameters
+    ----------
+    bag_path : str | Path
+        A rosbag2 directory, a ``.db3`` / ``.mcap`` file or a ROS 1 ``.bag``.
+    output : str | Path
+        The log to write.
+    joint_topic : str | None, optional
+        The JointState topic; by default the only one (see :func:`choose_joint_topic`).
+    command_topic : str | None, optional
+        Effort commands (JointState ``effort`` or Float64MultiArray in joint order) for
+        ``tau``; by default ``joint_commands`` or ``effort_controller/commands`` next to
+        the joint topic when present, else ``tau`` is the joint states' effort.
+    wrench_topic : str | None, optional
+        WrenchStamped tip force for ``ext_force``; by default ``tip_wrench`` next to the
+        joint topic when present.
+    joints : Sequence[str] | None, optional
+        Joint names and their column order; by default as in the first message.
+    clock : str, optional
+        ``header`` (stamps, a zero stamp falls back to log time) or ``log``.
+    scenario : str | Path | None, optional
+        Scenario or robot TOML whose skeleton is embedded; by default the bag's
+        ``robot_description`` when recorded.
+    recover : bool, optional
+        Read a truncated MCAP file up to its damage.
+    progress : IO[str] | None, optional
+        Where to draw a progress bar (for bags of more than a few thousand messages).
+
+    Returns
+    -------
+    Summary
+        What was written.
+
+    Raises
+    ------
+    BagError, ConversionError, ScenarioError
+        With one sentence naming the problem; no output is left behind.
+    """
+    started = time.perf_counter()
+    if clock not in CLOCKS:
+        msg = f"unknown clock '{clock}'; choose 'header' (message stamps) or 'log' (recording time)"
+        raise ConversionError(msg)
+    output = Path(output)
+    arm = load_arm(scenario) if scenario else None
+    with open_bag(bag_path, recover=recover) as bag:
+        plan = plan_topics(
+            bag,
+            joint_topic=joint_topic,
+            command_topic=command_topic,
+            wrench_topic=wrench_topic,
+            read_description=arm is None,
+        )
+        collected = collect(bag, plan, joints=joints, progress=progress)
+    aligned = align(collected, plan, header=clock == "header")
+    skeleton, skeleton_source, notes = resolve_skeleton(
+        collected.joints, arm=arm, urdf=collected.urdf, description=plan.description
+    )
+    extra = log_extra(
+        plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
+    )
+    if arm is not None:  # the scenario's tables travel with the log, as a skelarm run's do (plot draws its task)
+        extra["source_config"] = arm.config
+    try:
+        write_log(
+            output, aligned.arrays, skeleton=skeleton, producer=TOOL, channel_meta=aligned.channel_meta, extra=extra
+        )
+    except LogFileError as error:
+        raise ConversionError(str(error)) from None
+    return Summary(
+        output=output,
+        frames=len(aligned.stamps),
+        messages=collected.messages,
+        seconds=time.perf_counter() - started,
+        joints=collected.joints,
+        masked=aligned.masked,
+        extra=extra,
+    )
