@@ -8,6 +8,8 @@ One rule for every tool that writes a file or a folder (``bag_to_log``, ``log_to
 refused with one sentence, and ``--force`` replaces it. What is written goes into a
 temporary file (or folder) beside the output and is renamed over it at the end, so an
 error or a signal on the way leaves the old output (or none), never half of a new one.
+Every tool's ``main`` checks its outputs by this rule in one place, before its work
+starts (:func:`skelarm_ros.tool.run_main`).
 
 This module imports neither rclpy nor numpy.
 """
@@ -16,14 +18,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from matplotlib.figure import Figure
 
@@ -56,32 +57,6 @@ def check_new(path: str | Path, force: bool = False) -> Path:
         msg = f"the folder '{folder}' of '{path}' does not exist; create it or choose another path"
         raise ValueError(msg)
     return path
-
-
-def refused(prog: str, paths: Iterable[str | Path], force: bool) -> bool:
-    """Check a tool's outputs by :func:`check_new` before it starts; say the first problem.
-
-    Parameters
-    ----------
-    prog : str
-        The tool's name, which starts the sentence (``"<prog>: error: ..."`` on standard error).
-    paths : Iterable[str | Path]
-        Every file the tool will write.
-    force : bool
-        The tool's ``--force``.
-
-    Returns
-    -------
-    bool
-        ``True`` when an output may not be written (the tool then exits 1), else ``False``.
-    """
-    try:
-        for path in paths:
-            check_new(path, force)
-    except ValueError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return True
-    return False
 
 
 def named_after(source: Path, ending: str, strip: tuple[str, ...] = (), folder: Path | None = None) -> Path:

@@ -11,7 +11,7 @@ import skelarm
 from conftest import reference_run
 
 from skelarm_ros.bags import bag_to_log, log_to_bag
-from skelarm_ros.cli import compare, plot
+from skelarm_ros.cli import compare, demo, plot
 from skelarm_ros.identification import identify
 from skelarm_ros.outputs import OutputExists, check_new, write_atomically, write_folder_atomically
 from skelarm_ros.sim.scenario import resolve_scenario
@@ -118,6 +118,27 @@ def test_every_tool_refuses_an_existing_output_and_replaces_it_with_force(
     code, err = run(main, [*argv, "--force"])
     assert code == 0, err
     assert not (output / "marker").exists() if tool == "log_to_bag" else output.read_bytes() != b"old"
+
+
+TOOLS = {
+    "bag_to_log": bag_to_log.main,
+    "log_to_bag": log_to_bag.main,
+    "identify": identify.main,
+    "skelarm-ros plot": plot.main,
+    "skelarm-ros compare": compare.main,
+    "skelarm-ros demo": demo.main,
+}
+
+
+@pytest.mark.parametrize("prog", list(TOOLS))
+def test_every_tool_ends_the_same_way_on_a_bad_command_line_and_on_help(prog: str) -> None:
+    main = TOOLS[prog]
+    code, err = run(main, ["--no-such-option"])
+    assert code == 2 and err.startswith(f"usage: {prog} ") and f"\n{prog}: error: " in err, err
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["--help"]) == 0
+    assert out.getvalue().startswith(f"usage: {prog} ") and "--force" in out.getvalue()
 
 
 def test_a_log_converted_with_its_scenario_is_plotted_with_the_target_and_the_distance(

@@ -15,7 +15,7 @@ from matplotlib.patches import Circle
 from matplotlib.quiver import Quiver
 
 from skelarm_ros import cli
-from skelarm_ros.cli.plot import load_log, plot_log
+from skelarm_ros.cli.plot import PlotError, draw, load_log, plot_log
 from skelarm_ros.sim.engine import ArmEngine, run_controlled
 from skelarm_ros.sim.markers import goals_from_config
 
@@ -162,6 +162,24 @@ def test_bad_logs_give_one_clear_sentence(tmp_path: Path, capsys, content, expec
     assert err.startswith("skelarm-ros plot: error: ") and expected in err
     assert "Traceback" not in err
     assert not (tmp_path / "out.png").exists()
+
+
+def test_draw_writes_the_image_and_returns_what_it_cannot_show(tmp_path: Path) -> None:
+    bare = skelarm.StateLog(producer="recorder")
+    bare.record(0.0, q=[0.1, 0.2], tau=[0.0, 0.0])
+    bare.record(0.1, q=[0.2, 0.3], tau=[1.0, 0.0])
+    log = tmp_path / "bare.sklog.npz"
+    bare.save(log)
+    notes = draw(log, tmp_path / "bare.png")
+    check_png(tmp_path / "bare.png")
+    assert [note.split(",")[0] for note in notes] == [
+        "the log embeds no skeleton",
+        "the log carries no task with a target (a scenario's [task])",
+    ]
+    assert draw(log, tmp_path / "with.png", scenario=REACH) == []
+    with pytest.raises(PlotError, match=r"^cannot draw '.*bare.sklog.npz' to '.*bare.nope': "):
+        draw(log, tmp_path / "bare.nope")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bare.png", "bare.sklog.npz", "with.png"]
 
 
 def test_missing_output_folder_is_named(reach_log: Path, tmp_path: Path, capsys) -> None:

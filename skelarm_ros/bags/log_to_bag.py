@@ -30,6 +30,7 @@ import skelarm
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
+from skelarm_ros import tool
 from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.bags.reader import qos_profile
 from skelarm_ros.interface import (
@@ -49,7 +50,7 @@ from skelarm_ros.interface import (
     nanoseconds_to_stamp,
     split_names,
 )
-from skelarm_ros.outputs import add_force_option, check_new, write_folder_atomically
+from skelarm_ros.outputs import check_new, write_folder_atomically
 from skelarm_ros.sim.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
+PROG = "log_to_bag"
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 _STATE = ("time", "q", "dq", "tau", "ext_force")
 
@@ -221,23 +223,24 @@ def _write(  # noqa: PLR0917
     return count
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``log_to_bag`` from the command line; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="log_to_bag", description="Write a skelarm .sklog.npz as a rosbag2 bag.")
+def _parser() -> argparse.ArgumentParser:
+    parser = tool.parser(PROG, "Write a skelarm .sklog.npz as a rosbag2 bag.")
     parser.add_argument("log", help="the .sklog.npz to read")
     parser.add_argument("-o", "--output", required=True, help="the bag directory to create")
     parser.add_argument("--storage", choices=list(STORAGES), default="mcap", help="storage format (default mcap)")
     parser.add_argument("--joints", help="joint names, comma separated (default: the log's, else j1..jN)")
-    add_force_option(parser)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return parser
+
+
+def _write_bag(args: argparse.Namespace) -> tool.Done:
     joints = split_names(args.joints) or None
-    try:
-        count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints, force=args.force)
-    except LogError as error:
-        print(f"log_to_bag: error: {error}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.output}: {count} messages ({args.storage})")
-    return 0
+    count = log_to_bag(args.log, args.output, storage=args.storage, joint_names=joints, force=args.force)
+    return tool.Done(report=[f"wrote {args.output}: {count} messages ({args.storage})"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``log_to_bag`` from the command line; returns the exit code."""
+    return tool.run_main(_parser(), argv, _write_bag, outputs=lambda args: [args.output], errors=(LogError,))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skelarm_ros import tool
 from skelarm_ros.bags.reader import Bag, BagError, open_bag
 from skelarm_ros.interface import (
     EFFORT_COMMANDS,
@@ -43,7 +44,7 @@ from skelarm_ros.interface import (
     split_names,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.outputs import add_force_option, agg_figure, named_after, refused, write_atomically
+from skelarm_ros.outputs import agg_figure, named_after, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -366,9 +367,9 @@ def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Compare a run's recorded effort commands with a shadow controller's (replay:=BAG), "
+    parser = tool.parser(
+        PROG,
+        "Compare a run's recorded effort commands with a shadow controller's (replay:=BAG), "
         "paired by the state each answers; print per-joint RMS and maximum differences and plot both.",
     )
     parser.add_argument("recorded", help="the recorded run: a bag or a .sklog.npz log")
@@ -384,35 +385,41 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated joint names in the order unstamped (Float64MultiArray) commands carry them",
     )
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a raster image (default 120)")
-    add_force_option(parser)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``skelarm-ros compare``; returns the exit code (1 with one sentence on bad input)."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    suffixes = (".sklog.npz", ".npz", ".db3", ".mcap", ".bag")
-    output = Path(args.output) if args.output else named_after(Path(args.shadow), "_compare.png", suffixes, Path.cwd())
+def _output(args: argparse.Namespace) -> Path:
+    """Return the image the command line asks for: ``-o``, else the shadow's name with ``_compare.png`` here."""
+    if args.output:
+        return Path(args.output)
+    return named_after(Path(args.shadow), "_compare.png", (".sklog.npz", ".npz", ".db3", ".mcap", ".bag"), Path.cwd())
+
+
+def _compare(args: argparse.Namespace) -> tool.Done:
+    output = _output(args)
     joints = split_names(args.command_joints)
-    if refused(PROG, [output], args.force):
-        return 1
+    recorded = load_commands(args.recorded, args.recorded_topic, joints)
+    shadow = load_commands(args.shadow, args.shadow_topic, joints)
+    comparison = compare_commands(recorded, shadow)
+    figure = plot_comparison(recorded, shadow, comparison)
     try:
-        recorded = load_commands(args.recorded, args.recorded_topic, joints)
-        shadow = load_commands(args.shadow, args.shadow_topic, joints)
-        comparison = compare_commands(recorded, shadow)
-        print(f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)")
-        print(f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} commands)")
-        print(comparison.text())
-        figure = plot_comparison(recorded, shadow, comparison)
         write_atomically(output, lambda path: figure.savefig(path, dpi=args.dpi))
-    except CompareError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
     except ValueError as error:  # an unknown image format
-        print(f"{PROG}: error: cannot write the plot '{output}': {error}", file=sys.stderr)
-        return 1
-    print(f"wrote {output}")
-    return 0
+        msg = f"cannot write the plot '{output}': {error}"
+        raise CompareError(msg) from None
+    report = [
+        f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)",
+        f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} commands)",
+        comparison.text(),
+        f"wrote {output}",
+    ]
+    return tool.Done(report=report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``skelarm-ros compare``; returns the exit code (1 with one sentence on bad input)."""
+    errors = (ValueError,)  # CompareError, and whatever else a bad file or value raises: one line either way
+    return tool.run_main(_parser(), argv, _compare, outputs=lambda args: [_output(args)], errors=errors)
 
 
 if __name__ == "__main__":

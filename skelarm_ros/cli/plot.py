@@ -33,8 +33,9 @@ import numpy as np
 import skelarm
 from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 
+from skelarm_ros import tool
 from skelarm_ros.bags.logfile import LogFileError, read_log
-from skelarm_ros.outputs import add_force_option, agg_figure, named_after, refused, write_atomically
+from skelarm_ros.outputs import agg_figure, named_after, write_atomically
 from skelarm_ros.sim.engine import sync_skeleton
 from skelarm_ros.sim.markers import ArmGeometry, Goal, goals_from_config
 from skelarm_ros.sim.scenario import ScenarioError, load_arm
@@ -51,6 +52,7 @@ _ARROW_COLOR = "black"
 _EQUILIBRIUM_COLOR = "darkorange"
 _START_COLOR = "#9bb8d9"  # a light version of skelarm's link blue, for the first pose
 _FORCE_ARROWS = 12  # force arrows drawn along the tip path at most
+PROG = "skelarm-ros plot"
 
 
 class PlotError(ValueError):
@@ -268,9 +270,9 @@ def plot_log(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="skelarm-ros plot",
-        description="Draw a recorded run (.sklog.npz): the arm and tip path with the target, joint angles, "
+    parser = tool.parser(
+        PROG,
+        "Draw a recorded run (.sklog.npz): the arm and tip path with the target, joint angles, "
         "torques, and the external force where present.",
     )
     parser.add_argument("log", help="the run, a skelarm StateLog (.sklog.npz)")
@@ -280,11 +282,10 @@ def _parser() -> argparse.ArgumentParser:
         help="scenario or robot TOML for the arm and target when the log does not embed them",
     )
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a raster image (default 120)")
-    add_force_option(parser)
     return parser
 
 
-def _arm_and_goals(log: skelarm.StateLog, scenario: str | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
+def _arm_and_goals(log: skelarm.StateLog, scenario: str | Path | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
     """Return the skeleton and targets: the log's own first, then ``--scenario``'s."""
     skeleton = None
     with contextlib.suppress(ValueError, TypeError, KeyError):  # no embedded skeleton
@@ -311,29 +312,68 @@ def missing_notes(skeleton: skelarm.Skeleton | None, goals: Sequence[Goal]) -> l
     return notes
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``skelarm-ros plot``; returns the exit code."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    output = Path(args.output) if args.output else named_after(Path(args.log), ".png", (".sklog.npz", ".npz"))
-    if refused("skelarm-ros plot", [output], args.force):
-        return 1
+def draw(log_path: str | Path, output: Path, *, scenario: str | Path | None = None, dpi: int = 120) -> list[str]:
+    """Draw the log at ``log_path`` into the image ``output``; return what the picture cannot show, and why.
+
+    The image is written through a temporary file (:func:`skelarm_ros.outputs.write_atomically`):
+    an error leaves the old one, or none. Whether ``output`` may be replaced is the
+    caller's to decide (:func:`skelarm_ros.outputs.check_new`).
+
+    Parameters
+    ----------
+    log_path : str | Path
+        The run, a ``.sklog.npz`` with a ``q`` channel.
+    output : Path
+        The image to write; its suffix gives the format (``.png``, ``.pdf``, ``.svg``).
+    scenario : str | Path | None, optional
+        A scenario or robot TOML (path or bundled name) for the arm and the target when
+        the log does not embed them.
+    dpi : int, optional
+        Resolution of a raster image.
+
+    Returns
+    -------
+    list[str]
+        Notes, one sentence each (:func:`missing_notes`); empty when the picture shows everything.
+
+    Raises
+    ------
+    PlotError
+        If the log cannot be read or drawn, or the image's format is unknown.
+    ScenarioError
+        If ``scenario`` cannot be read.
+    """
     try:
-        log = load_log(args.log)
-        skeleton, goals = _arm_and_goals(log, args.scenario)
+        log = load_log(log_path)
+        skeleton, goals = _arm_and_goals(log, scenario)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN stretches of a bag's log
-            figure = plot_log(log, skeleton=skeleton, goals=goals, title=Path(args.log).name)
-        write_atomically(output, lambda path: figure.savefig(path, dpi=args.dpi))
-    except (PlotError, ScenarioError) as error:
-        print(f"skelarm-ros plot: error: {error}", file=sys.stderr)
-        return 1
+            figure = plot_log(log, skeleton=skeleton, goals=goals, title=Path(log_path).name)
+        write_atomically(output, lambda path: figure.savefig(path, dpi=dpi))
+    except (PlotError, ScenarioError):
+        raise
     except ValueError as error:  # an unusable [task] table, an unknown image format
-        print(f"skelarm-ros plot: error: cannot draw '{args.log}' to '{output}': {error}", file=sys.stderr)
-        return 1
-    for note in missing_notes(skeleton, goals):
-        print(f"skelarm-ros plot: note: {note}", file=sys.stderr)
-    print(f"wrote {output}")
-    return 0
+        msg = f"cannot draw '{log_path}' to '{output}': {error}"
+        raise PlotError(msg) from None
+    return missing_notes(skeleton, goals)
+
+
+def _output(args: argparse.Namespace) -> Path:
+    """Return the image the command line asks for: ``-o``, else the log's name with ``.png``."""
+    return Path(args.output) if args.output else named_after(Path(args.log), ".png", (".sklog.npz", ".npz"))
+
+
+def _draw(args: argparse.Namespace) -> tool.Done:
+    output = _output(args)
+    notes = draw(args.log, output, scenario=args.scenario, dpi=args.dpi)
+    return tool.Done(report=[f"wrote {output}"], notes=notes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``skelarm-ros plot``; returns the exit code."""
+    return tool.run_main(
+        _parser(), argv, _draw, outputs=lambda args: [_output(args)], errors=(PlotError, ScenarioError)
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from skelarm_ros import __version__
+from skelarm_ros import __version__, tool
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.consistency import DEFAULT_COM_MARGIN, ConsistentSet, consistent_set
 from skelarm_ros.identification.data import Recording, Samples, align, merge, read_recording
@@ -43,7 +43,7 @@ from skelarm_ros.identification.twin import (
     twin_skeleton,
 )
 from skelarm_ros.interface import split_names
-from skelarm_ros.outputs import add_force_option, check_new, refused, write_atomically
+from skelarm_ros.outputs import check_new, write_atomically
 from skelarm_ros.sim.scenario import ArmSetup, ScenarioError, load_arm
 
 if TYPE_CHECKING:
@@ -408,9 +408,8 @@ def _twin_lines(result: Result) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Identify an arm's inertial parameters from recorded runs and write its twin (skelarm TOML).",
+    parser = tool.parser(
+        PROG, "Identify an arm's inertial parameters from recorded runs and write its twin (skelarm TOML)."
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="bags or .sklog.npz logs of exciting runs")
     parser.add_argument("-o", "--output", required=True, help="the twin's .toml (a plot goes beside it as .png)")
@@ -427,39 +426,33 @@ def _parser() -> argparse.ArgumentParser:
         help=f"how far a centre of mass may leave its link (share of its scale; default {DEFAULT_COM_MARGIN})",
     )
     parser.add_argument("--no-plot", action="store_true", help="do not write the torque plot")
-    add_force_option(parser)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def _outputs(args: argparse.Namespace) -> list[Path]:
+    """Return the files the command line asks for: the twin's TOML and, unless ``--no-plot``, its plot."""
+    return [Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),))]
+
+
+def _identify(args: argparse.Namespace) -> tool.Done:
+    result = identify(
+        args.inputs,
+        args.output,
+        scenario=args.scenario,
+        joint_topic=args.joint_topic,
+        joints=split_names(args.joints) or None,
+        validate=args.validate,
+        friction=args.friction,
+        cutoff=args.filter,
+        com_margin=args.com_margin,
+        plot=not args.no_plot,
+    )
+    return tool.Done(report=report_lines(result))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     """Run ``identify`` from the command line; returns the exit code."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    joints = split_names(args.joints) or None
-    outputs = (Path(args.output), *(() if args.no_plot else (Path(args.output).with_suffix(".png"),)))
-    if refused(PROG, outputs, args.force):
-        return 1
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = identify(
-                args.inputs,
-                args.output,
-                scenario=args.scenario,
-                joint_topic=args.joint_topic,
-                joints=joints,
-                validate=args.validate,
-                friction=args.friction,
-                cutoff=args.filter,
-                com_margin=args.com_margin,
-                plot=not args.no_plot,
-            )
-    except IdentificationError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
-    for warning in dict.fromkeys(str(item.message) for item in caught if issubclass(item.category, UserWarning)):
-        print(f"{PROG}: note: {warning}", file=sys.stderr)  # the tools' own notes, not libraries' deprecations
-    print("\n".join(report_lines(result)))
-    return 0
+    return tool.run_main(_parser(), argv, _identify, outputs=_outputs, errors=(IdentificationError,))
 
 
 if __name__ == "__main__":
