@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skelarm_ros.cli.demo import PUSH_FORCE, PUSH_LENGTH, PUSH_START, DemoPaths, RunSummary, write_push
+from skelarm_ros.cli.demo import PUSH_FORCE, PUSH_LENGTH, PUSH_START, DemoPaths, RunSummary, main, write_push
 
 
 def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path: Path) -> None:
@@ -22,6 +22,18 @@ def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path: Path) -> None:
 def test_push_outside_the_run_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="inside"):
         write_push(tmp_path / "push.csv", end=PUSH_START)
+
+
+@pytest.mark.parametrize("duration", ["0.9", "nan", "three"])
+def test_a_run_that_ends_before_the_push_does_is_a_usage_error(tmp_path: Path, capsys, duration: str) -> None:
+    assert main(["-o", str(tmp_path / "out"), "--duration", duration]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: skelarm-ros demo ")
+    assert (
+        f"skelarm-ros demo: error: argument --duration: must be more than the push's end (1.0 s), got {duration}\n"
+        in err
+    )
+    assert not (tmp_path / "out").exists()  # nothing started
 
 
 def test_summary_reports_the_error_against_the_tolerance() -> None:

@@ -21,9 +21,7 @@ order, until the simulator and the recorder read them (see :func:`run_graph`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import io
 import math
 import os
 import shutil
@@ -37,8 +35,8 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
+from skelarm_ros import tool
 from skelarm_ros.bags.forces import CSV_COLUMNS, RecordedForce
-from skelarm_ros.outputs import add_force_option, check_new
 from skelarm_ros.sim.run import SimulatorSummary
 
 if TYPE_CHECKING:
@@ -49,6 +47,7 @@ if TYPE_CHECKING:
 
     from skelarm_ros.cli.graph import NodeSpec
 
+PROG = "skelarm-ros demo"
 DEFAULT_OUTPUT = Path("demo_output")
 DEFAULT_SCENARIO = "reach"
 DEFAULT_DURATION = 3.0  # simulated seconds: the 2 s reach, the push, and the recovery
@@ -394,8 +393,7 @@ def run_demo(
     """
     from skelarm_ros.bags.bag_to_log import bag_to_log
     from skelarm_ros.cli.graph import describe
-    from skelarm_ros.cli.plot import load_log
-    from skelarm_ros.cli.plot import main as plot_main
+    from skelarm_ros.cli.plot import draw, load_log
     from skelarm_ros.sim.scenario import resolve_scenario
 
     say = stream if stream is not None else sys.stdout
@@ -447,11 +445,11 @@ def run_demo(
     convert_seconds = time.monotonic() - started
 
     started = time.monotonic()
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = plot_main([str(paths.log), "-o", str(paths.picture), "--scenario", str(scenario_path), "--force"])
-    if code != 0:
-        msg = f"skelarm-ros plot could not draw {paths.log}"
-        raise DemoError(msg)
+    try:
+        draw(paths.log, paths.picture, scenario=scenario_path)
+    except ValueError as error:  # PlotError, ScenarioError
+        msg = f"skelarm-ros plot could not draw {paths.log}: {error}"
+        raise DemoError(msg) from None
     plot_seconds = time.monotonic() - started
 
     summary = summarize(load_log(paths.log), scenario_path, wall, conversion.masked)
@@ -470,28 +468,39 @@ def run_demo(
     return summary
 
 
-def main() -> int:
-    """Parse ``skelarm-ros demo`` arguments and run the demo."""
-    parser = argparse.ArgumentParser(prog="skelarm-ros demo", description=__doc__.splitlines()[0])
+def _parser() -> argparse.ArgumentParser:
+    parser = tool.parser(PROG, __doc__.splitlines()[0])
     parser.add_argument(
         "-o", "--output", type=Path, default=DEFAULT_OUTPUT, help=f"output folder (default {DEFAULT_OUTPUT}/)"
     )
     parser.add_argument(
-        "--duration", type=float, default=DEFAULT_DURATION, help=f"simulated seconds (default {DEFAULT_DURATION})"
+        "--duration", type=_duration, default=DEFAULT_DURATION, help=f"simulated seconds (default {DEFAULT_DURATION})"
     )
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO, help="scenario: a bundled name or a path")
-    add_force_option(parser)
-    args = parser.parse_args(sys.argv[1:])
-    if not (math.isfinite(args.duration) and args.duration > PUSH_START + PUSH_LENGTH):
-        parser.error(f"--duration must be more than the push's end ({PUSH_START + PUSH_LENGTH} s), got {args.duration}")
+    return parser
+
+
+def _duration(text: str) -> float:
+    """Read ``--duration``: simulated seconds, more than the push's end."""
+    end = PUSH_START + PUSH_LENGTH
     try:
-        check_new(args.output, args.force)  # with --force the demo replaces its own files in the folder
-        summary = run_demo(args.output, duration=args.duration, scenario=args.scenario)
-    except (DemoError, ValueError) as error:
-        print(f"skelarm-ros demo: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("skelarm-ros demo: interrupted", file=sys.stderr)
-        return 130
-    del summary  # printed by run_demo; a reach outside its tolerance is reported there, not an error
-    return 0
+        duration = float(text)
+    except ValueError:
+        duration = math.nan
+    if not (math.isfinite(duration) and duration > end):
+        msg = f"must be more than the push's end ({end} s), got {text}"
+        raise argparse.ArgumentTypeError(msg)
+    return duration
+
+
+def _demo(args: argparse.Namespace) -> tool.Done:
+    run_demo(args.output, duration=args.duration, scenario=args.scenario)  # it prints the summary as it goes
+    return tool.Done()  # a reach outside its tolerance is reported in the summary, not an error
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``skelarm-ros demo``; returns the exit code.
+
+    With ``--force`` the demo writes into an output folder that exists, replacing its own files there.
+    """
+    return tool.run_main(_parser(), argv, _demo, outputs=lambda args: [args.output], errors=(DemoError, ValueError))
