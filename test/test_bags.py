@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -320,6 +322,17 @@ def test_an_empty_joints_option_is_a_usage_error(tmp_path, capsys):
     assert err.startswith("usage: bag_to_log ")
     assert err.endswith("bag_to_log: error: argument --joints: empty; give joint names separated by commas\n")
     assert not (tmp_path / "o.sklog.npz").exists()
+
+
+def test_the_package_runs_as_a_module_too(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "skelarm_ros.bags.bag_to_log", str(tmp_path / "missing"), "-o", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and done.stderr.startswith("bag_to_log: error: bag "), done.stderr
 
 
 def test_the_command_line_says_a_warning_and_the_log_s_notes_as_notes_once_each(tmp_path, capsys):
