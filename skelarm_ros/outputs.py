@@ -9,7 +9,9 @@ refused with one sentence, and ``--force`` replaces it. What is written goes int
 temporary file (or folder) beside the output and is renamed over it at the end, so an
 error or a signal on the way leaves the old output (or none), never half of a new one.
 Every tool's ``main`` checks its outputs by this rule in one place, before its work
-starts (:func:`skelarm_ros.tool.run_main`).
+starts (:func:`skelarm_ros.tool.run_main`). An output gets the permissions ``open()`` and
+``mkdir`` would give a new file or folder under the process's umask (``0644`` and ``0755``
+under ``umask 022``), not the owner-only ones of the temporary it was written through.
 
 This module imports neither rclpy nor numpy.
 """
@@ -27,6 +29,29 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from matplotlib.figure import Figure
+
+
+NEW_FILE_MODE = 0o666
+"""The mode ``open()`` asks for a new file; the umask takes bits away from it."""
+NEW_FOLDER_MODE = 0o777
+"""The mode ``mkdir`` asks for a new folder; the umask takes bits away from it."""
+
+
+def process_umask() -> int:
+    """Return the process's umask without changing it (Linux's ``/proc/self/status``; else set and put back).
+
+    ``os.umask`` can only be read by setting it, which for a moment changes it for every
+    thread; the kernel reports it in ``/proc/self/status`` (Linux 4.7 and later).
+    """
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class OutputExists(ValueError):
@@ -99,6 +124,7 @@ def write_atomically(path: Path, write: Callable[[Path], object], *, durable: bo
     temporary = Path(name)
     try:
         write(temporary)
+        temporary.chmod(NEW_FILE_MODE & ~process_umask())  # mkstemp's 0600 is the temporary's, not the output's
         if durable:
             with temporary.open("rb+") as stream:
                 os.fsync(stream.fileno())
@@ -111,7 +137,9 @@ def write_folder_atomically(path: Path, write: Callable[[Path], object]) -> None
     """Write the folder ``path`` as a temporary folder beside it, moved into its place once ``write`` finished.
 
     An existing folder at ``path`` (``--force``) is moved aside first and removed only
-    once the new one is in place.
+    once the new one is in place. The folder gets the permissions ``mkdir`` gives under
+    the process's umask, whatever ``write`` made it with; what ``write`` put in it keeps
+    the permissions it was created with.
     """
     parent = path.resolve().parent
     work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=parent))
@@ -119,6 +147,8 @@ def write_folder_atomically(path: Path, write: Callable[[Path], object]) -> None
     old = work / f"{path.name}.old"
     try:
         write(fresh)
+        if fresh.is_dir():
+            fresh.chmod(NEW_FOLDER_MODE & ~process_umask())
         if path.exists():
             path.replace(old)
         fresh.replace(path)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
+import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 import skelarm
 from conftest import reference_run
+from excite import excitation_run, save, wide_arm
 
 from skelarm_ros.bags import bag_to_log, log_to_bag
 from skelarm_ros.cli import compare, demo, plot
 from skelarm_ros.identification import identify
-from skelarm_ros.outputs import OutputExists, check_new, write_atomically, write_folder_atomically
+from skelarm_ros.outputs import OutputExists, check_new, process_umask, write_atomically, write_folder_atomically
 from skelarm_ros.sim.scenario import resolve_scenario
 
 REACH = resolve_scenario("reach")
@@ -154,3 +159,51 @@ def test_a_log_converted_with_its_scenario_is_plotted_with_the_target_and_the_di
     skeleton, goals = plot._arm_and_goals(loaded, None)
     figure = plot.plot_log(loaded, skeleton=skeleton, goals=goals)
     assert "Tip distance to the target" in [ax.get_title() for ax in figure.axes]
+
+
+@pytest.fixture(params=[0o022, 0o077], ids=["umask022", "umask077"])
+def umask(request: pytest.FixtureRequest):
+    """The process's umask set for one test, and put back after it."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_process_umask_reads_the_umask_without_changing_it(umask: int) -> None:
+    assert process_umask() == umask
+    assert process_umask() == umask
+
+
+def test_every_output_follows_the_umask_as_open_and_mkdir_would(
+    tmp_path: Path, recorded: tuple[Path, Path], umask: int
+) -> None:
+    log, bag = recorded
+    file_mode, folder_mode = 0o666 & ~umask, 0o777 & ~umask
+    runs = {
+        "out.sklog.npz": (bag_to_log.main, [str(bag), "-o"]),
+        "out.png": (plot.main, [str(log), "-o"]),
+        "compare.png": (compare.main, [str(bag), str(bag), "-o"]),
+    }
+    for name, (main, argv) in runs.items():
+        code, err = run(main, [*argv, str(tmp_path / name)])
+        assert code == 0, err
+        assert mode(tmp_path / name) == file_mode, name
+    folder = tmp_path / "bag_out"
+    assert run(log_to_bag.main, [str(log), "-o", str(folder)])[0] == 0
+    assert mode(folder) == folder_mode
+    assert {mode(file) for file in folder.iterdir()} == {file_mode}
+    rng = np.random.default_rng(21)
+    exciting = save(excitation_run(wide_arm(rng, 2), duration=2.0), tmp_path / "exciting.sklog.npz")
+    twin = tmp_path / "twin.toml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, err = run(identify.main, [str(exciting), "-o", str(twin)])
+    assert code == 0, err
+    assert mode(twin) == mode(tmp_path / "twin.png") == file_mode
+    assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]  # no temporary left
