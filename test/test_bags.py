@@ -503,6 +503,52 @@ def test_truncated_mcap_fails_unless_recover_is_asked(tmp_path):
     assert any("recovered" in note for note in log.extra["notes"])
 
 
+def test_a_truncated_mcap_inside_its_bag_folder_is_recovered_and_its_refusal_names_recover(tmp_path, capsys):
+    msgs = [
+        ("/joint_states", k * 1000, joint_state(k * 1000, ["a"], [float(k)] * 1, [0.0], [0.0])) for k in range(30000)
+    ]
+    bag = write_bag(tmp_path / "bag", msgs, storage="mcap")  # metadata.yaml stays: it describes the whole run
+    mcap = next(bag.glob("*.mcap"))
+    mcap.write_bytes(mcap.read_bytes()[: mcap.stat().st_size // 2])
+    out = tmp_path / "o.sklog.npz"
+    assert main([str(bag), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pass --recover to read the messages written before the damage" in err, err
+    assert not out.exists()
+    assert main([str(bag), "-o", str(out), "--recover"]) == 0
+    log = skelarm.StateLog.load(out)
+    frames = len(log)
+    assert 0 < frames < 30000
+    np.testing.assert_array_equal(log.channel("q")[:, 0], np.arange(frames))
+    assert any(f"recovered {frames} complete messages" in note for note in log.extra["notes"])
+    assert any(source["path"].endswith("metadata.yaml") for source in log.extra["sources"])
+
+
+def test_recover_reads_a_complete_file_of_a_split_mcap_folder_whole_and_the_truncated_one_to_its_damage(tmp_path):
+    first = write_bag(
+        tmp_path / "first", [("/joint_states", k, joint_state(k, ["a"], [float(k)])) for k in range(50)], storage="mcap"
+    )
+    rest = [("/joint_states", k, joint_state(k, ["a"], [float(k)])) for k in range(50, 30000)]
+    second = write_bag(tmp_path / "second", rest, storage="mcap")
+    folder = tmp_path / "split"
+    folder.mkdir()
+    next(first.glob("*.mcap")).rename(folder / "split_0.mcap")
+    data = next(second.glob("*.mcap")).read_bytes()
+    (folder / "split_1.mcap").write_bytes(data[: len(data) // 2])
+    meta = (second / "metadata.yaml").read_text().replace("- second.mcap", "- split_0.mcap\n  - split_1.mcap")
+    (folder / "metadata.yaml").write_text(meta)
+    with pytest.raises(BagError, match="pass --recover"):
+        open_bag(folder)
+    with open_bag(folder, recover=True) as opened:
+        values = [message.position[0] for *_, message in opened.messages()]
+        notes = opened.notes
+    assert values[:50] == [float(k) for k in range(50)] and values == [float(k) for k in range(len(values))]
+    assert 50 < len(values) < 30000
+    assert [note for note in notes if "recovered" in note] == [
+        f"recovered {len(values) - 50} complete messages from truncated MCAP '{folder / 'split_1.mcap'}'"
+    ]
+
+
 def test_progress_bar_and_skelarm_ros_run(tmp_path, capsys):
     bag = write_bag(tmp_path / "bag", arm_messages(2500))
     stream = io.StringIO()

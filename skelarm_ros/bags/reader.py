@@ -37,6 +37,7 @@ from skelarm_ros.bags.rosbags_adapter import (
     READ_ERRORS,
     RawMessage,
     Storage,
+    listed_files,
     missing_field,
     open_reader,
     recover_mcap,
@@ -351,7 +352,7 @@ def open_bag(path: str | Path, *, recover: bool = False) -> Bag:
 def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], stack: ExitStack) -> Bag:
     """Open each part, gather connections, and make one source per storage file."""
     is_ros2 = path.suffix != ".bag"
-    storages = [_open_part(part, is_ros2, recover, stack) for part in parts]
+    storages = [storage for part in parts for storage in _open_part(part, is_ros2, recover, stack)]
     connections = [conn for storage in storages for conn in storage.connections]
     for storage in storages:
         notes.extend(storage.notes)
@@ -379,8 +380,36 @@ def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], 
     )
 
 
-def _open_part(part: Path, is_ros2: bool, recover: bool, stack: ExitStack) -> Storage:
-    """Open one storage file or directory (a truncated MCAP up to its damage with ``recover``)."""
+def _mcap_files(folder: Path) -> list[Path]:
+    """Return the MCAP files a rosbag2 folder's ``metadata.yaml`` lists; none when it lists others or is unreadable."""
+    try:
+        files = listed_files(folder)
+    except (OSError, KeyError, TypeError, ValueError):  # ruamel's YAMLError is a ValueError
+        return []
+    return files if files and all(file.suffix == ".mcap" for file in files) else []
+
+
+def _open_folder_parts(folder: Path, files: list[Path], stack: ExitStack) -> list[Storage]:
+    """Open a damaged MCAP folder's files one by one: each complete file whole, a truncated one up to its damage."""
+    storages = []
+    for file in files:
+        try:
+            reader = open_reader(file, ros2=True)
+        except (KeyError, *READ_ERRORS):  # type: ignore[misc]
+            storages.extend(_open_part(file, True, True, stack))
+            continue
+        stack.callback(reader.close)
+        storages.append(storage_of(reader, file))
+    storages[0].files.insert(0, folder / "metadata.yaml")
+    return storages
+
+
+def _open_part(part: Path, is_ros2: bool, recover: bool, stack: ExitStack) -> list[Storage]:
+    """Open one storage file or directory (a truncated MCAP up to its damage with ``recover``).
+
+    A rosbag2 folder of MCAP files that does not open whole is opened file by file with
+    ``recover`` (each truncated file up to its damage); without it, the refusal says so.
+    """
     if recover and part.suffix == ".mcap":
         try:
             with part.open("rb") as stream:
@@ -390,7 +419,7 @@ def _open_part(part: Path, is_ros2: bool, recover: bool, stack: ExitStack) -> St
                     f"'{part}' is not an MCAP file (no MCAP magic at its start); --recover only repairs truncated MCAP"
                 )
                 raise BagError(msg)
-            return recover_mcap(part)
+            return [recover_mcap(part)]
         except BagError:
             raise
         except (ValueError, KeyError, *READ_ERRORS) as error:  # type: ignore[misc]
@@ -398,9 +427,13 @@ def _open_part(part: Path, is_ros2: bool, recover: bool, stack: ExitStack) -> St
     try:
         reader = open_reader(part, ros2=is_ros2)
     except (KeyError, *READ_ERRORS) as error:  # type: ignore[misc]
-        raise _damaged(part, error, recover_hint=part.suffix == ".mcap" and not recover) from None
+        mcap_files = _mcap_files(part) if part.is_dir() else []
+        if recover and mcap_files:
+            return _open_folder_parts(part, mcap_files, stack)
+        hint = not recover and (part.suffix == ".mcap" or bool(mcap_files))
+        raise _damaged(part, error, recover_hint=hint) from None
     stack.callback(reader.close)
-    return storage_of(reader, part)
+    return [storage_of(reader, part)]
 
 
 def qos_profile(*, reliable: bool = True, transient_local: bool = False, depth: int = 10) -> Any:

@@ -134,7 +134,7 @@ def storage_of(reader: Reader1 | Reader2, path: Path) -> Storage:
         kind = "mcap" if path.suffix == ".mcap" else "sqlite3"
         return Storage(kind, [path], list(reader.connections), [_stream(reader.messages, reader.connections)])
     # A rosbag2 directory: one source per split file (Bag.raw_messages merges them in time).
-    files = [path / "metadata.yaml", *(path / Path(name).name for name in _listed_files(path))]
+    files = [path / "metadata.yaml", *listed_files(path)]
     kind = "mcap" if storages and isinstance(storages[0], mcap.McapReader) else "sqlite3"
     mode = reader.compression_mode
     notes = [f"zstd compression per {mode}"] if mode else []
@@ -143,12 +143,18 @@ def storage_of(reader: Reader1 | Reader2, path: Path) -> Storage:
     return Storage(kind, files, list(reader.connections), sources, notes)
 
 
-def _listed_files(directory: Path) -> list[str]:
-    """Return the storage files a rosbag2 directory's ``metadata.yaml`` lists, in order."""
+def listed_files(directory: Path) -> list[Path]:
+    """Return the storage files a rosbag2 directory's ``metadata.yaml`` lists, in order.
+
+    Raises
+    ------
+    OSError, KeyError, TypeError, ruamel.yaml.YAMLError
+        When the file cannot be read or is not rosbag2 metadata.
+    """
     from ruamel.yaml import YAML
 
     meta = YAML(typ="safe").load((directory / "metadata.yaml").read_text())
-    return list(meta["rosbag2_bagfile_information"]["relative_file_paths"])
+    return [directory / Path(name).name for name in meta["rosbag2_bagfile_information"]["relative_file_paths"]]
 
 
 def _stream(
