@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skelarm_ros.bags.bag_to_log.skeleton import joint_units
 from skelarm_ros.interface import FLOAT_ARRAY_TYPE, JOINT_STATE_TYPE, NANOSECONDS, POINT_TYPE
 
 if TYPE_CHECKING:
@@ -154,11 +155,7 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
         arrays["tau"] = timeline.stamped(commands)
     if plan.wrench_topic and plan.wrench_topic in collected.streams:
         arrays["ext_force"] = timeline.measured(collected.streams[plan.wrench_topic])
-    channel_meta: dict[str, dict[str, Any]] = {
-        "q": {"unit": "rad", "label": "joint angle", "columns": collected.joints},
-        "dq": {"unit": "rad/s", "label": "joint velocity", "columns": collected.joints},
-        "tau": {"unit": "N*m", "label": "joint torque", "columns": collected.joints},
-    }
+    channel_meta: dict[str, dict[str, Any]] = joint_units(collected.joints, {})  # units by the kinds, stage 4
     if "ext_force" in arrays:
         channel_meta["ext_force"] = {"unit": "N", "label": "external tip force", "columns": ["fx", "fy"]}
     used: dict[str, str] = {}

@@ -131,21 +131,22 @@ class _Collector:
     def _first_state(self, message: Any) -> NameMap:
         """Fix the joints from the first state (or ``joints``), then take the commands that came before it."""
         first = list(message.name)
-        if self.joints:
-            chosen = list(self.joints)
-        elif first:
-            chosen = first
-        else:
-            chosen = default_joint_names(len(message.position))
+        count = len(message.position)
+        chosen = list(self.joints or first or default_joint_names(count))
+        if not first and (not self.joints or len(chosen) == count):
+            how = (
+                f"--joints names their positions in order: {', '.join(chosen)}"
+                if self.joints
+                else f"naming the joints {chosen} in position order (pass --joints to name them)"
+            )
             warnings.warn(
-                f"joint states on '{self.plan.joint_topic}' have an empty name list; "
-                f"naming the joints {chosen} in position order (pass --joints to name them)",
+                f"joint states on '{self.plan.joint_topic}' have an empty name list; {how}",
                 stacklevel=5,  # past joint_state, collect and bag_to_log: to the line that called bag_to_log
             )
         if not chosen:
             msg = f"the first message on '{self.plan.joint_topic}' has no joints; choose another topic"
             raise ConversionError(msg)
-        self.statemap = NameMap(chosen)
+        self.statemap = NameMap(chosen, unnamed_as=() if first else chosen)
         self.state = Rows(3 * len(chosen), self.capacity)
         self.span = len(chosen)
         while self.early:
@@ -185,11 +186,13 @@ class _Collector:
         elif msgtype == FLOAT_ARRAY_TYPE:
             floats = message.data
             row[: min(len(floats), len(row))] = floats[: len(row)]
+            stream.carried += len(floats) > 0
         elif topic == self.plan.command_topic:
             if stream.namemap is None and self.statemap is not None:
-                stream.namemap = NameMap(self.statemap.joints)
+                stream.namemap = NameMap(self.statemap.joints, self.statemap.unnamed_as)
             if stream.namemap is not None:
                 stream.namemap.fill(row, message.name, message.effort)
+                stream.carried += len(message.effort) > 0
         else:
             row[: min(len(message.position), len(row))] = message.position[: len(row)]
         if msgtype != FLOAT_ARRAY_TYPE:
@@ -214,14 +217,20 @@ class _Collector:
     def collected(self, messages: int) -> Collected:
         """Return what was gathered.
 
+        A command topic found beside the joint states that carries no effort for the
+        log's joints is left out with a note (``tau`` is then the joint states' effort).
+
         Raises
         ------
         ConversionError
-            If no joint state could be decoded.
+            If no joint state could be decoded, ``joints`` names a joint the joint states
+            never carry, or the command topic given carries no effort for the log's joints.
         """
         if self.statemap is None:
             msg = f"no joint-state message on '{self.plan.joint_topic}' could be decoded in bag '{self.bag.path}'"
             raise ConversionError(msg)
+        self._check_joints(self.statemap)
+        self._check_commands(self.statemap)
         return Collected(
             joints=self.statemap.joints,
             state=self.state.array(),
@@ -235,6 +244,48 @@ class _Collector:
             skipped=dict(self.bag.skipped_messages),
             files=list(self.bag.files),
         )
+
+    def _check_joints(self, statemap: NameMap) -> None:
+        """Refuse joints asked for (``--joints``) that no joint state carries: their columns would be NaN only."""
+        missing = statemap.never_carried
+        if not missing:
+            return
+        topic = self.plan.joint_topic
+        if self.empty_name_lists == len(self.state_times):  # no state named its joints: --joints names positions
+            count = statemap.unnamed
+            msg = (
+                f"--joints gives {len(statemap.joints)} names but the joint states on '{topic}' carry no names and "
+                f"{count} positions; give {count} names, one per position in order"
+            )
+        else:
+            msg = (
+                f"--joints names {', '.join(missing)}, which the joint states on '{topic}' never carry "
+                f"(they carry {', '.join(statemap.carried)}); choose names from those"
+            )
+        raise ConversionError(msg)
+
+    def _check_commands(self, statemap: NameMap) -> None:
+        """Refuse a given command topic without effort for the log's joints; leave a found one out with a note."""
+        topic = self.plan.command_topic
+        stream = self.streams.get(topic) if topic else None
+        if topic is None or stream is None:
+            return
+        if stream.carried == 0:
+            what = "empty data" if stream.msgtype == FLOAT_ARRAY_TYPE else "no effort (positions or velocities only)"
+        elif stream.namemap is not None and len(stream.namemap.never_carried) == len(statemap.joints):
+            what = f"effort for other joints only ({', '.join(stream.namemap.carried)})"
+        else:
+            return
+        problem = f"'{topic}' carries no effort for the joints {statemap.joints}: its messages have {what}"
+        if self.plan.command_auto:
+            del self.streams[topic]
+            self.bag.notes.append(f"{problem}; tau is the joint states' effort")
+            return
+        msg = (
+            f"--command-topic {problem}; choose a topic of effort commands, "
+            "or drop --command-topic to take tau from the joint states' effort"
+        )
+        raise ConversionError(msg)
 
 
 def collect(

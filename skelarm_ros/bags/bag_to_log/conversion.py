@@ -17,7 +17,7 @@ from skelarm_ros.bags.bag_to_log.alignment import align
 from skelarm_ros.bags.bag_to_log.collection import collect
 from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra
 from skelarm_ros.bags.bag_to_log.samples import ConversionError
-from skelarm_ros.bags.bag_to_log.skeleton import resolve_skeleton
+from skelarm_ros.bags.bag_to_log.skeleton import joint_kinds, joint_units, resolve_skeleton
 from skelarm_ros.bags.bag_to_log.topics import plan_topics
 from skelarm_ros.bags.logfile import LogFileError, write_log
 from skelarm_ros.bags.reader import open_bag
@@ -145,9 +145,13 @@ def bag_to_log(
     skeleton, skeleton_source, notes = resolve_skeleton(
         collected.joints, arm=arm, urdf=collected.urdf, description=plan.description
     )
+    kinds = joint_kinds(collected.joints, urdf=collected.urdf, skelarm_arm=skeleton is not None)
+    aligned.channel_meta.update(joint_units(collected.joints, kinds))
     extra = log_extra(
         plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
     )
+    if kinds:
+        extra["joint_kinds"] = kinds
     if arm is not None:  # the scenario's tables travel with the log, as a skelarm run's do (plot draws its task)
         extra["source_config"] = arm.config
     try:

@@ -71,26 +71,58 @@ class Rows:
 
 
 class NameMap:
-    """Puts a message's per-name values into the chosen joint order (cached per name list)."""
+    """Puts a message's per-name values into the chosen joint order (cached per name list).
 
-    def __init__(self, joints: Sequence[str]) -> None:
+    A message without names carries its values in position order, named ``unnamed_as``
+    when there are as many (``--joints`` naming a topic that carries no names), else
+    ``j1 ... jN``.
+
+    Attributes
+    ----------
+    joints : list[str]
+        The chosen joints, in column order.
+    unnamed_as : list[str]
+        The names of values carried without names, when there are as many.
+    carried : dict[str, None]
+        Every name the messages carried, in the order first seen (position names for unnamed ones).
+    unknown : set[str]
+        Names carried that are not among :attr:`joints`.
+    unnamed : int
+        Values of the last message without names that had any (0 when every message was named).
+    """
+
+    def __init__(self, joints: Sequence[str], unnamed_as: Sequence[str] = ()) -> None:
         self.joints = list(joints)
+        self.unnamed_as = list(unnamed_as)
         self.default = default_joint_names(len(joints)) == self.joints
         self._names: list[str] | None = None
         self._index = np.zeros(0, dtype=np.intp)
         self._complete = False
+        self.carried: dict[str, None] = {}
         self.unknown: set[str] = set()
+        self.unnamed = 0
+
+    def positional(self, count: int) -> list[str]:
+        """Return the names of ``count`` values carried without names: :attr:`unnamed_as`, or ``j1 ... jN``."""
+        return list(self.unnamed_as) if count == len(self.unnamed_as) else default_joint_names(count)
 
     def _update(self, names: list[str], count: int) -> None:
         self._names = names
-        if not names:  # no names: position order, as j1..jN
-            names = default_joint_names(count)
+        if not names:  # no names: position order
+            self.unnamed = count or self.unnamed
+            names = self.positional(count)
         where = {name: i for i, name in enumerate(names)}
+        self.carried.update(dict.fromkeys(names))
         self.unknown.update(name for name in names if name not in set(self.joints))
         self._index = np.array([where.get(name, -1) for name in self.joints], dtype=np.intp)
         self._complete = bool((self._index >= 0).all())
         self._count = len(names)
         self._identity = self._complete and self._index.tolist() == list(range(len(names)))
+
+    @property
+    def never_carried(self) -> list[str]:
+        """The chosen joints no message carried, in column order."""
+        return [name for name in self.joints if name not in self.carried]
 
     def fill(self, row: NDArray[np.float64], names: list[str], values: Any) -> None:
         """Write ``values`` (one per name in ``names``) into ``row`` by name; the rest stays NaN."""
@@ -117,6 +149,8 @@ class Stream:
     logs: Rows
     names: list[str] = field(default_factory=list)
     namemap: NameMap | None = None
+    carried: int = 0
+    """Messages that carried values (a command's effort, an array's data)."""
 
     def samples(self) -> Samples:
         """Return what was read, as arrays."""

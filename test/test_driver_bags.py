@@ -1,0 +1,139 @@
+"""bag_to_log on bags written the way real drivers write them: other topic names, extra joints, positions only,
+zero effort, no names, ROS 1; what it refuses (joints a topic never carries, commands without effort)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skelarm
+from bagwriter import joint_state, write_bag
+from driverbags import FRANKA_ARM, FRANKA_FINGERS, SERVO_JOINTS, WALL, franka_ros1, servo_arm
+
+from skelarm_ros.bags.bag_to_log import ConversionError, bag_to_log, main
+
+
+def refused(capsys, argv: list[str]) -> str:
+    """Run bag_to_log; it must exit 1 with one ``bag_to_log: error:`` line and write nothing."""
+    output = argv[argv.index("-o") + 1]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("bag_to_log: error: ")
+    assert not Path(output).exists()
+    return captured.err.removeprefix("bag_to_log: error: ").strip()
+
+
+def test_joints_the_topic_never_carries_are_refused_naming_those_it_does(tmp_path, capsys):
+    bag = servo_arm(tmp_path / "flight")
+    out = tmp_path / "arm.sklog.npz"
+    sentence = refused(capsys, [str(bag), "-o", str(out), "--joint-topic", "/servo/out/state", "--joints", "q1,q2,q3"])
+    assert sentence == (
+        "--joints names q3, which the joint states on '/servo/out/state' never carry (they carry q0, q1, q2); "
+        "choose names from those"
+    )
+    assert main([str(bag), "-o", str(out), "--joint-topic", "/servo/out/state", "--joints", "q2,q0"]) == 0
+    log = skelarm.StateLog.load(out)
+    assert log.extra["joint_names"] == ["q2", "q0"] and np.isfinite(log.channel("q")).all()
+
+
+def test_zero_effort_and_a_gap_are_converted_as_recorded(tmp_path):
+    bag = servo_arm(tmp_path / "flight", frames=200)
+    summary = bag_to_log(bag, tmp_path / "arm.sklog.npz", joint_topic="servo/out/state")
+    log = skelarm.StateLog.load(tmp_path / "arm.sklog.npz")
+    assert summary.frames == 190 and log.extra["joint_names"] == list(SERVO_JOINTS)
+    assert (log.channel("tau") == 0.0).all() and log.extra["effort"]["source"] == "joint_states"
+    assert np.diff(log.times).max() == pytest.approx(0.22)  # the ten missing states stay missing: nothing invented
+
+
+def test_a_command_topic_without_effort_is_refused_when_given(tmp_path, capsys):
+    bag = servo_arm(tmp_path / "flight")
+    sentence = refused(
+        capsys,
+        [
+            str(bag),
+            "-o",
+            str(tmp_path / "a.sklog.npz"),
+            "--joint-topic",
+            "/servo/out/state",
+            "--command-topic",
+            "/servo/in/references",
+        ],
+    )
+    assert sentence == (
+        "--command-topic '/servo/in/references' carries no effort for the joints ['q0', 'q1', 'q2']: its messages "
+        "have no effort (positions or velocities only); choose a topic of effort commands, or drop --command-topic "
+        "to take tau from the joint states' effort"
+    )
+
+
+def test_commands_found_beside_the_states_without_effort_are_left_out_with_a_note(tmp_path):
+    messages = []
+    for k in range(10):
+        stamp = WALL + k * 10_000_000
+        messages.append(("/arm/joint_states", stamp + 1, joint_state(stamp, ("a", "b"), (k, -k), (), (0.5, 0.25))))
+        messages.append(("/arm/joint_commands", stamp + 2, joint_state(stamp, ("a", "b"), (k + 1, -k))))  # positions
+    bag = write_bag(tmp_path / "bag", messages)
+    summary = bag_to_log(bag, tmp_path / "o.sklog.npz")
+    log = skelarm.StateLog.load(tmp_path / "o.sklog.npz")
+    assert log.extra["effort"]["source"] == "joint_states" and "commands" not in log.extra["topics"]
+    np.testing.assert_array_equal(log.channel("tau"), [[0.5, 0.25]] * 10)
+    assert any(
+        note.startswith("'/arm/joint_commands' carries no effort for the joints ['a', 'b']")
+        and note.endswith("; tau is the joint states' effort")
+        for note in summary.extra["notes"]
+    )
+
+
+def test_commands_for_other_joints_only_are_refused(tmp_path):
+    messages = []
+    for k in range(5):
+        stamp = WALL + k * 10_000_000
+        messages.append(("/joint_states", stamp + 1, joint_state(stamp, ("a", "b"), (k, -k))))
+        messages.append(("/gripper/commands", stamp + 2, joint_state(stamp, ("finger",), (), (), (1.0,))))
+    bag = write_bag(tmp_path / "bag", messages)
+    with pytest.raises(ConversionError, match=r"its messages have effort for other joints only \(finger\)"):
+        bag_to_log(bag, tmp_path / "o.sklog.npz", command_topic="/gripper/commands")
+
+
+def test_joints_name_the_positions_of_states_that_carry_no_names(tmp_path, capsys):
+    messages = [
+        ("/servo/out/state", WALL + k, joint_state(WALL + k, (), (0.1 * k, 0.2, 0.3), (), (1.0, 2.0, 3.0)))
+        for k in range(5)
+    ]
+    messages += [("/servo/cmd", WALL + k + 1, joint_state(WALL + k, (), (), (), (k, 0.0, -k))) for k in range(5)]
+    bag = write_bag(tmp_path / "bag", messages)
+    out = tmp_path / "o.sklog.npz"
+    argv = [str(bag), "-o", str(out), "--joint-topic", "/servo/out/state", "--command-topic", "/servo/cmd"]
+    assert main([*argv, "--joints", "q1,q2,q3"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "bag_to_log: note: joint states on '/servo/out/state' have an empty name list; "
+        "--joints names their positions in order: q1, q2, q3\n"
+    ) in err
+    log = skelarm.StateLog.load(out)
+    np.testing.assert_array_equal(log.channel("q")[:, 1:], [[0.2, 0.3]] * 5)
+    np.testing.assert_array_equal(log.channel("tau")[:, 0], np.arange(5))  # unnamed commands: the same positions
+    out.unlink()
+    sentence = refused(capsys, [*argv, "--joints", "q1,q2"])
+    assert sentence == (
+        "--joints gives 2 names but the joint states on '/servo/out/state' carry no names and 3 positions; "
+        "give 3 names, one per position in order"
+    )
+
+
+def test_a_ros1_arm_with_prismatic_fingers_converts_and_records_the_joint_kinds(tmp_path, capsys):
+    bag = franka_ros1(tmp_path / "franka.bag", frames=50)
+    out = tmp_path / "franka.sklog.npz"
+    sentence = refused(capsys, [str(bag), "-o", str(out), "--joints", "panda_joint1,panda_hand"])
+    assert "--joints names panda_hand, which the joint states on '/joint_states' never carry" in sentence
+    summary = bag_to_log(bag, out)
+    log = skelarm.StateLog.load(out)
+    assert summary.frames == 50 and log.extra["joint_names"] == [*FRANKA_ARM, *FRANKA_FINGERS]
+    assert log.extra["joint_kinds"] == {
+        **dict.fromkeys(FRANKA_ARM, "revolute"),
+        **dict.fromkeys(FRANKA_FINGERS, "prismatic"),
+    }
+    assert (log.channel("tau")[:, 7:] == 0.0).all() and np.isfinite(log.channel("tau")).all()
+    assert log.channel_meta["q"]["unit"] == "rad or m"  # no skelarm arm embedded: each joint in its own unit
