@@ -47,6 +47,7 @@ NODES = {
 """Node executables and the ``main`` each runs."""
 
 TOOLS = {
+    "bag_info": "skelarm_ros.bags.info:main",
     "bag_to_log": "skelarm_ros.bags.bag_to_log:main",
     "log_to_bag": "skelarm_ros.bags.log_to_bag:main",
     "identify": "skelarm_ros.identification.identify:main",

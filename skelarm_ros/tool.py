@@ -65,8 +65,8 @@ class Done:
     notes: Sequence[str] = ()
 
 
-def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """Return a tool's argument parser, with the output rule's ``--force``.
+def parser(prog: str, description: str, *, writes: bool = True) -> argparse.ArgumentParser:
+    """Return a tool's argument parser, with the output rule's ``--force`` when the tool writes.
 
     Parameters
     ----------
@@ -75,9 +75,14 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
         starts every line the tool prints on standard error.
     description : str
         What the tool does, for ``--help``.
+    writes : bool, optional
+        Whether the tool writes outputs (``bag_info`` only reads: no ``--force``).
     """
     made = argparse.ArgumentParser(prog=prog, description=description)
-    add_force_option(made)
+    if writes:
+        add_force_option(made)
+    else:
+        made.set_defaults(force=False)
     return made
 
 

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from rosbags.typesys.store import Typestore
 
 STORAGE_SUFFIXES = (".db3", ".mcap")
+UNDECODABLE = "skipped topics of types with no definition in the bag or in ROS 2 Jazzy"
+"""How the note on topics whose type cannot be decoded begins."""
 
 
 class BagError(ValueError):
@@ -364,7 +366,7 @@ def _open_parts(path: Path, parts: list[Path], recover: bool, notes: list[str], 
         topics[conn.topic] = TopicSummary(conn.msgtype, count, _decodable(typestore, conn.msgtype))
     undecodable = sorted({t.msgtype for t in topics.values() if not t.decodable})
     if undecodable:
-        notes.append(f"skipped topics of types with no definition in the bag or in ROS 2 Jazzy: {undecodable}")
+        notes.append(f"{UNDECODABLE}: {undecodable}")
     return Bag(
         path=path,
         files=[file for storage in storages for file in storage.files],
