@@ -18,6 +18,7 @@ This module imports neither rclpy nor numpy.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,12 @@ ARM_TOPICS = (JOINT_STATES, JOINT_COMMANDS, EFFORT_COMMANDS, TIP_WRENCH, TIP, TA
 def channel_topic(channel: str) -> str:
     """Return the topic of a controller channel: ``controller/<channel>``."""
     return f"{CONTROLLER_NAMESPACE}/{channel}"
+
+
+CHANNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a controller channel's name is: one ROS name token (``controller/<channel>`` is one level deep)."""
+CHANNEL_TYPES = (POINT_TYPE, JOINT_STATE_TYPE)
+"""The message types of controller channels: a point, or per-joint or scalar values."""
 
 
 def channel_of(topic: str) -> str | None:

@@ -158,6 +158,36 @@ def test_a_recorder_subscribes_keep_all_with_its_publishers_reliability(context,
 
 
 @pytest.mark.ros
+def test_the_recorder_keeps_its_own_graph_s_controller_channels_not_another_stack_s(context, tmp_path):
+    from geometry_msgs.msg import PointStamped
+    from std_msgs.msg import Float64
+
+    recorder = Recorder(context=context, parameter_overrides=[Parameter("output", value=str(tmp_path / "bag"))])
+    controller = rclpy.create_node("controller", context=context)  # this graph's controller, in the same namespace
+    optimizer = rclpy.create_node("optimizer", context=context)  # another stack on the machine
+    elsewhere = rclpy.create_node("tuner", namespace="/other_stack", context=context)
+    try:
+        controller.create_publisher(PointStamped, "controller/equilibrium", KEEP_ALL)
+        controller.create_publisher(JointState, "controller/stiffness", KEEP_ALL)
+        optimizer.create_publisher(Float64, "/controller/optimizer/regularization", KEEP_ALL)
+        optimizer.create_publisher(String, "/controller/mode", KEEP_ALL)
+        elsewhere.create_publisher(JointState, "/controller/gains", KEEP_ALL)
+        others = {"/controller/optimizer/regularization", "/controller/mode", "/controller/gains"}
+
+        def discovered() -> bool:
+            recorder.discover()
+            return others <= recorder.ignored and len(recorder.recorded) == 2
+
+        assert wait_until(discovered), (recorder.recorded, recorder.ignored)
+        assert set(recorder.recorded) == {"/controller/equilibrium", "/controller/stiffness"}
+    finally:
+        recorder.close()
+        for node in (controller, optimizer, elsewhere, recorder):
+            node.destroy_node()
+    assert recorder.summary is not None and recorder.summary.topics == 2
+
+
+@pytest.mark.ros
 def test_a_recording_that_cannot_write_ends_the_run_with_code_1_and_says_why(context, tmp_path, monkeypatch):
     from rosbags.rosbag2 import Writer
 

@@ -369,3 +369,20 @@ def test_a_bag_that_cannot_be_created_is_refused_with_one_sentence(tmp_path):
         Recording(tmp_path / "file" / "bag", "mcap", flush_interval=0.1).start()
     with pytest.raises(ValueError, match="unknown storage 'db'"):
         Recording(tmp_path / "x", "db", flush_interval=0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "msgtype", "namespace", "publishers", "why"),
+    [
+        ("/controller/equilibrium", "geometry_msgs/msg/PointStamped", "/", ["/"], None),
+        ("/arm1/controller/stiffness", "sensor_msgs/msg/JointState", "/arm1", ["/arm1"], None),
+        ("/arm1/controller/stiffness", "sensor_msgs/msg/JointState", "/arm1/", ["/arm1", "/x"], None),
+        ("/controller/optimizer/regularization", "std_msgs/msg/Float64", "/", ["/"], "one name deep"),
+        ("/controller/mode", "std_msgs/msg/String", "/", ["/"], "its type std_msgs/msg/String is not"),
+        ("/controller/gains", "sensor_msgs/msg/JointState", "/", ["/other_stack"], "only in /other_stack"),
+        ("/arm2/controller/gains", "sensor_msgs/msg/JointState", "/arm1", ["/arm1"], "not a /arm1/controller/"),
+    ],
+)
+def test_graph_channel_keeps_the_recorder_s_own_controller_channels(name, msgtype, namespace, publishers, why):
+    said = recording.graph_channel(name, msgtype, namespace, publishers)
+    assert said is None if why is None else why in said

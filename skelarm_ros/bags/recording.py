@@ -47,7 +47,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from skelarm_ros.bags.rosbags_adapter import commit, rosbags_writer_as_rosbag2
-from skelarm_ros.interface import NANOSECONDS
+from skelarm_ros.interface import CHANNEL_NAME, CHANNEL_TYPES, CONTROLLER_NAMESPACE, NANOSECONDS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -165,6 +165,42 @@ class TopicPlan:
     reliable: bool
     transient_local: bool
     notes: tuple[str, ...] = ()
+
+
+def graph_channel(name: str, msgtype: str, namespace: str, publisher_namespaces: Sequence[str]) -> str | None:
+    """Say why a ``controller/...`` topic is not a controller channel of the recorder's own graph; ``None`` if it is.
+
+    The recorder keeps its own arm graph's controller channels, not every topic under a
+    ``controller`` namespace on the machine (another stack's ``/controller/optimizer/...``):
+    a channel of this graph is ``<namespace>/controller/<channel>``, one name deep, of a
+    channel type (PointStamped or JointState), published by a node in the recorder's
+    namespace.
+
+    Parameters
+    ----------
+    name, msgtype : str
+        The topic (full name) and its type.
+    namespace : str
+        The recorder's namespace (``/`` or ``/arm1``).
+    publisher_namespaces : Sequence[str]
+        The namespace of each node publishing it.
+
+    Returns
+    -------
+    str | None
+        Why it is left out, for the recorder's log line; ``None`` when it is recorded.
+    """
+    home = namespace.rstrip("/")
+    prefix = f"{home}/{CONTROLLER_NAMESPACE}/"
+    channel = name.removeprefix(prefix)
+    if not name.startswith(prefix) or not CHANNEL_NAME.fullmatch(channel):
+        return f"not a {prefix}<channel> topic (a channel is one name deep)"
+    if msgtype not in CHANNEL_TYPES:
+        return f"its type {msgtype} is not a controller channel's ({', '.join(CHANNEL_TYPES)})"
+    if not any(space.rstrip("/") == home for space in publisher_namespaces):
+        published = ", ".join(sorted({space or "/" for space in publisher_namespaces}))
+        return f"no node in the recorder's namespace {namespace or '/'} publishes it (only in {published})"
+    return None
 
 
 def plan_topic(

@@ -4,8 +4,10 @@
 """Recorder node: the arm graph's topics into a rosbag2 bag, written with rosbags.
 
 Topics are found by discovery (every ``discovery_period``): the names in the
-``topics`` parameter (relative names resolve in the node's namespace) and every
-``controller/<channel>`` topic. Each is subscribed raw, keep-all, reliable when
+``topics`` parameter (relative names resolve in the node's namespace) and the
+controller channels of its own graph: ``controller/<channel>`` in its namespace,
+published there (:func:`skelarm_ros.bags.recording.graph_channel`), not another
+stack's ``/controller/...`` topics. Each is subscribed raw, keep-all, reliable when
 every publisher is (else best effort) and transient local when every publisher is,
 and written with its message definition, every publisher's offered QoS profile and
 the type hash the publishers announce, as rosbag2 writes them
@@ -43,7 +45,7 @@ import rclpy
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from skelarm_ros.bags.recording import OfferedQos, Recording, RecordingError, plan_topic
+from skelarm_ros.bags.recording import OfferedQos, Recording, RecordingError, graph_channel, plan_topic
 from skelarm_ros.interface import CONTROLLER_NAMESPACE
 from skelarm_ros.nodes.parameters import declare_parameters
 from skelarm_ros.nodes.params.recorder import RecorderParams
@@ -155,6 +157,13 @@ class Recorder(KitNode):
             publishers = [info for info in self.get_publishers_info_by_topic(name) if info.topic_type == msgtype]
             if not publishers:
                 continue  # only readers so far: wait for a publisher, whose QoS decides ours
+            if name not in self._wanted:
+                spaces = [info.node_namespace for info in publishers]
+                reason = graph_channel(name, msgtype, self.get_namespace(), spaces)
+                if reason is not None:  # another stack's controller/... topic
+                    self._ignored.add(name)
+                    self.get_logger().info(f"not recording '{name}': {reason}")
+                    continue
             plan = plan_topic(
                 name,
                 msgtype,
@@ -179,6 +188,11 @@ class Recorder(KitNode):
         self._recorded[plan.name] = (handle, subscription)
         reliability = "reliable" if plan.reliable else "best effort"
         self.get_logger().info(f"recording '{plan.name}' ({plan.msgtype}, {reliability}, keep all)")
+
+    @property
+    def ignored(self) -> frozenset[str]:
+        """The topics looked at and left out (a type with no definition, another stack's ``controller/...``)."""
+        return frozenset(self._ignored)
 
     @property
     def recorded(self) -> dict[str, Subscription]:

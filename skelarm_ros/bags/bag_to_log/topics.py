@@ -8,12 +8,13 @@ This module does not import rclpy.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skelarm_ros.bags.bag_to_log.samples import ConversionError
 from skelarm_ros.interface import (
+    CHANNEL_NAME,
+    CHANNEL_TYPES,
     EFFORT_COMMANDS,
     FLOAT_ARRAY_TYPE,
     JOINT_COMMANDS,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 AUTO_COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS)
 """Command topics looked for next to the joint states, in this order."""
-_CHANNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # controller/<channel> topics that become log channels
 
 
 @dataclass(frozen=True)
@@ -261,8 +261,8 @@ def controller_topics(bag: Bag, joint_topic: str) -> dict[str, str]:
         if (
             channel is not None
             and name == sibling(joint_topic, channel_topic(channel))
-            and _CHANNEL_NAME.fullmatch(channel)
-            and info.msgtype in (POINT_TYPE, JOINT_STATE_TYPE)
+            and CHANNEL_NAME.fullmatch(channel)
+            and info.msgtype in CHANNEL_TYPES
         ):
             channels[channel] = name
     return channels

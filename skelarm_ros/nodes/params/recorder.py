@@ -32,8 +32,10 @@ class RecorderParams:
     topics: Annotated[
         tuple[str, ...],
         param(
-            "topics to record (relative names resolve in the namespace); controller/* always",
-            details="Every `controller/<channel>` topic is recorded besides these.",
+            "topics to record (relative names resolve in the namespace); this graph's controller channels always",
+            details="Besides these, every `controller/<channel>` topic of the recorder's own graph is recorded: "
+            "one name deep in its namespace, a PointStamped or JointState published by a node there "
+            "(not another stack's `/controller/...` topics).",
         ),
     ] = ARM_TOPICS
     flush_interval: Annotated[float, number("time between sqlite3 commits (what survives a SIGKILL)")] = 0.2
