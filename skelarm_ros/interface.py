@@ -63,6 +63,13 @@ COMMAND_INTERFACES = (COMMANDS, JOINT_COMMANDS)
 COMMAND_TOPICS = {COMMANDS: EFFORT_COMMANDS, JOINT_COMMANDS: JOINT_COMMANDS}
 """The topic each command interface publishes on."""
 
+# -- effort timing: which step a torque at frame k acted over (docs/interfaces.md) -------------------------
+
+APPLIED_FROM_FRAME = "applied_from_frame"
+"""A command's timing: computed from frame k, applied over the step from frame k on (skelarm's ``tau[k]``)."""
+APPLIED_UNTIL_FRAME = "applied_until_frame"
+"""A joint state's measured effort: applied over the step that ended at frame k."""
+
 # -- simulator modes ------------------------------------------------------------------------------------
 
 REALTIME = "realtime"

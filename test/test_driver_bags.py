@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import skelarm
 from bagwriter import joint_state, write_bag
-from driverbags import FRANKA_ARM, FRANKA_FINGERS, SERVO_JOINTS, WALL, franka_ros1, servo_arm
+from driverbags import FRANKA_ARM, FRANKA_FINGERS, SERVO_JOINTS, WALL, driven_run, franka_ros1, servo_arm
 
 from skelarm_ros.bags.bag_to_log import ConversionError, bag_to_log, main
+from skelarm_ros.bags.log_to_bag import log_to_bag
+from skelarm_ros.bags.reader import open_bag
 
 
 def refused(capsys, argv: list[str]) -> str:
@@ -137,3 +139,35 @@ def test_a_ros1_arm_with_prismatic_fingers_converts_and_records_the_joint_kinds(
     }
     assert (log.channel("tau")[:, 7:] == 0.0).all() and np.isfinite(log.channel("tau")).all()
     assert log.channel_meta["q"]["unit"] == "rad or m"  # no skelarm arm embedded: each joint in its own unit
+
+
+def test_a_measured_effort_goes_back_into_a_bag_as_the_joint_states_effort_never_as_commands(tmp_path):
+    run = driven_run(tmp_path / "driven", frames=50)
+    log = tmp_path / "driven.sklog.npz"
+    bag_to_log(run.bag, log)
+    assert skelarm.StateLog.load(log).extra["effort"]["timing"] == "applied_until_frame"
+    again = tmp_path / "again"
+    log_to_bag(log, again)
+    with open_bag(again) as opened:
+        assert "/joint_commands" not in opened.topics
+        written = [message for *_, message in opened.messages(["/joint_states"])]
+    with open_bag(run.bag) as opened:
+        recorded = [message for *_, message in opened.messages([run.topic])]
+    order = [list(run.names).index(name) for name in written[0].name]
+    for mine, theirs in zip(written, recorded, strict=True):
+        np.testing.assert_array_equal(mine.effort, np.asarray(theirs.effort)[order])  # frame k's own, as recorded
+    bag_to_log(again, tmp_path / "back.sklog.npz")
+    np.testing.assert_array_equal(
+        skelarm.StateLog.load(tmp_path / "back.sklog.npz").channel("tau"), skelarm.StateLog.load(log).channel("tau")
+    )
+
+
+def test_states_without_velocity_go_back_into_a_bag_without_velocity(tmp_path):
+    bag = servo_arm(tmp_path / "flight", frames=20)
+    log = tmp_path / "refs.sklog.npz"
+    bag_to_log(bag, log, joint_topic="/servo/in/references")
+    log_to_bag(log, tmp_path / "again")
+    with open_bag(tmp_path / "again") as opened:
+        (first, *_) = [message for *_, message in opened.messages(["/joint_states"])]
+        assert "/joint_commands" not in opened.topics
+    assert len(first.position) == 3 and len(first.velocity) == 0 and len(first.effort) == 0

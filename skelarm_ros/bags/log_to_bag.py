@@ -8,6 +8,13 @@ Frame k at time t_k becomes (stamped and logged at t_k):
 - ``joint_states``: q[k], dq[k] and, as effort, the torque applied over the step
   that ended at frame k: tau[k-1] (zero at k = 0), see ``docs/interfaces.md``;
 - ``joint_commands``: JointState with effort tau[k], the command computed from frame k;
+
+  unless the log's ``tau`` is a measured effort (``bag_to_log`` of a bag without
+  commands: ``extra.effort.timing`` ``applied_until_frame``): then ``joint_states``
+  carries tau[k] as its effort, as it was recorded, and there is no ``joint_commands``
+  (a measurement is not a command);
+- a channel never recorded (velocity or effort masked in every frame) is left empty in
+  ``joint_states``, as a driver that does not report it publishes it;
 - ``tip_wrench``: ext_force[k] when the log has it;
 - ``controller/<channel>``: PointStamped for the 2-D point channels, JointState
   positions for the others;
@@ -34,6 +41,7 @@ from skelarm_ros import tool
 from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.bags.reader import qos_profile
 from skelarm_ros.interface import (
+    APPLIED_UNTIL_FRAME,
     BASE_FRAME,
     JOINT_COMMANDS,
     JOINT_STATE_TYPE,
@@ -154,7 +162,10 @@ def _write(  # noqa: PLR0917
     joint_state = types[JOINT_STATE_TYPE]
     empty = np.zeros(0)
     q, dq, tau = (np.asarray(arrays[k], dtype=np.float64).reshape(len(stamps), -1) for k in ("q", "dq", "tau"))
-    applied = np.vstack([np.zeros((1, q.shape[1])), tau[:-1]])  # effort at frame k: tau[k-1]
+    measured = meta.get("extra", {}).get("effort", {}).get("timing") == APPLIED_UNTIL_FRAME
+    # A commanded tau[k] acts from frame k on, so frame k's effort is tau[k-1]; a measured one is frame k's own.
+    applied = tau if measured else np.vstack([np.zeros((1, q.shape[1])), tau[:-1]])
+    velocity, effort = (values if np.isfinite(values).any() else np.zeros((len(stamps), 0)) for values in (dq, applied))
     force = arrays.get("ext_force")
     channels = {
         name: np.asarray(value, dtype=np.float64)
@@ -165,7 +176,9 @@ def _write(  # noqa: PLR0917
     count = 0
     with Writer(path, version=9, storage_plugin=plugin) as writer:
         conn_state = writer.add_connection(_topic(JOINT_STATES), JOINT_STATE_TYPE, typestore=store)
-        conn_cmd = writer.add_connection(_topic(JOINT_COMMANDS), JOINT_STATE_TYPE, typestore=store)
+        conn_cmd = (
+            None if measured else writer.add_connection(_topic(JOINT_COMMANDS), JOINT_STATE_TYPE, typestore=store)
+        )
         conn_force = (
             writer.add_connection(_topic(TIP_WRENCH), WRENCH_TYPE, typestore=store) if force is not None else None
         )
@@ -191,11 +204,13 @@ def _write(  # noqa: PLR0917
         vector = types["geometry_msgs/msg/Vector3"]
         for k, stamp in enumerate(stamps.tolist()):
             head = header(stamp=_time(store, stamp), frame_id="")
-            msg = joint_state(header=head, name=names, position=q[k], velocity=dq[k], effort=applied[k])
+            msg = joint_state(header=head, name=names, position=q[k], velocity=velocity[k], effort=effort[k])
             writer.write(conn_state, stamp, store.serialize_cdr(msg, msg.__msgtype__))
-            msg = joint_state(header=head, name=names, position=empty, velocity=empty, effort=tau[k])
-            writer.write(conn_cmd, stamp, store.serialize_cdr(msg, msg.__msgtype__))
-            count += 2
+            count += 1
+            if conn_cmd is not None:
+                msg = joint_state(header=head, name=names, position=empty, velocity=empty, effort=tau[k])
+                writer.write(conn_cmd, stamp, store.serialize_cdr(msg, msg.__msgtype__))
+                count += 1
             if conn_force is not None and force is not None:
                 wrench = types[WRENCH_TYPE](
                     header=header(stamp=_time(store, stamp), frame_id=BASE_FRAME),

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from skelarm_ros.bags.bag_to_log.skeleton import joint_units
-from skelarm_ros.interface import FLOAT_ARRAY_TYPE, JOINT_STATE_TYPE, NANOSECONDS, POINT_TYPE
+from skelarm_ros.interface import (
+    APPLIED_FROM_FRAME,
+    APPLIED_UNTIL_FRAME,
+    FLOAT_ARRAY_TYPE,
+    JOINT_STATE_TYPE,
+    NANOSECONDS,
+    POINT_TYPE,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -199,7 +206,7 @@ def _effort(plan: TopicPlan, header: bool, *, from_commands: bool) -> dict[str, 
             "source": "joint_states",
             "topic": plan.joint_topic,
             "type": plan.joint_type,
-            "timing": "applied_until_frame",
+            "timing": APPLIED_UNTIL_FRAME,
             "alignment": "effort field as recorded: the torque applied over the step that ended at the frame",
         }
     timing = (
@@ -212,6 +219,6 @@ def _effort(plan: TopicPlan, header: bool, *, from_commands: bool) -> dict[str, 
         "topic": plan.command_topic,
         "type": str(plan.command_type),
         "auto_detected": plan.command_auto,
-        "timing": "applied_from_frame",
+        "timing": APPLIED_FROM_FRAME,
         "alignment": timing,
     }
