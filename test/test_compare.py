@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pytest
 from bagwriter import START, damage_definition, float_array, joint_state, write_bag
+from driverbags import driven_run, shadow_bag
 
 from skelarm_ros.bags.bag_to_log import bag_to_log
+from skelarm_ros.bags.efforts import compare_efforts, load_efforts
 from skelarm_ros.cli.compare import CompareError, compare_commands, load_commands, main
 
 MS = 1_000_000
@@ -128,3 +130,79 @@ def test_a_command_topic_whose_stored_definition_lacks_a_field_read_is_named(tmp
         load_commands(bag)
     assert "defines sensor_msgs/msg/JointState (topic '/joint_commands') without the field 'effort'" in str(error.value)
     assert str(error.value).endswith("; record '/joint_commands' again to compare it")
+
+
+# -- against measured effort: a real robot's bag holds its joint states only -----------------------------
+
+
+def recorded_effort(run) -> np.ndarray:
+    """The measured effort of every recorded state, in the arm's order (shoulder, elbow), read back from the bag."""
+    from skelarm_ros.bags.reader import open_bag
+
+    with open_bag(run.bag) as opened:
+        states = [message for *_, message in opened.messages([run.topic])]
+    return np.array([[dict(zip(s.name, s.effort, strict=True))[j] for j in ("shoulder", "elbow")] for s in states])
+
+
+def test_a_bag_without_commands_compares_the_shadow_with_the_effort_of_the_next_state_and_finds_the_lag(
+    tmp_path, capsys
+):
+    run = driven_run(tmp_path / "driven", frames=400, rate=250.0, lag=3)
+    shadow = shadow_bag(tmp_path / "shadow", run, skip=(7,))
+    out = tmp_path / "vs_effort.png"
+    assert main([str(run.bag), str(shadow), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == (
+        f"recorded: {run.bag} has no commands: comparing the shadow's commands with its measured effort "
+        f"({run.topic}, 400 states)"
+    )
+    assert printed[2].startswith("paired 398 shadow commands with the measured effort of the state after the one")
+    assert "1 recorded states without a shadow command, 1 shadow commands without a following state" in printed[2]
+    assert printed[3].startswith("the lag that aligns them best is 3 states (12.0 ms) after each command: RMS ")
+    effort = recorded_effort(run)
+    answered = [k for k in range(399) if k != 7]  # each command k with the effort of state k + 1
+    expected = run.commands[answered] - effort[[k + 1 for k in answered]]
+    rows = {line.split()[0]: line.split()[1:] for line in printed[5:7]}
+    for column, joint in enumerate(("shoulder", "elbow")):
+        assert float(rows[joint][0]) == pytest.approx(np.sqrt(np.mean(expected[:, column] ** 2)), rel=1e-3)
+        assert float(rows[joint][1]) == pytest.approx(np.max(np.abs(expected[:, column])), rel=1e-3)
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_best_lag_comes_out_of_the_search_whatever_the_actuator_s_delay(tmp_path):
+    for lag in (0, 1, 5):
+        run = driven_run(tmp_path / f"driven{lag}", frames=300, lag=lag, noise=0.002, seed=lag)
+        comparison = compare_efforts(load_efforts(run.bag), load_efforts(shadow_bag(tmp_path / f"s{lag}", run)))
+        assert comparison.lag is not None and comparison.lag.convention == 1
+        # The current filter smears the effort by a fraction of a state: the best lag is the delay or one after it.
+        assert comparison.lag.best in (lag, lag + 1), comparison.lag
+
+
+def test_a_log_of_measured_effort_compares_as_its_bag_does(tmp_path):
+    run = driven_run(tmp_path / "driven", frames=200)
+    log = tmp_path / "driven.sklog.npz"
+    bag_to_log(run.bag, log)
+    shadow = load_efforts(shadow_bag(tmp_path / "shadow", run))
+    from_log = compare_efforts(load_efforts(log), shadow)
+    from_bag = compare_efforts(load_efforts(run.bag), shadow)
+    assert load_efforts(log).measured and from_log.lag is not None and from_bag.lag is not None
+    assert from_log.lag.best == from_bag.lag.best
+    assert [j.rms for j in from_log.joints] == pytest.approx([j.rms for j in from_bag.joints])
+
+
+def test_measured_effort_that_says_nothing_is_refused_in_one_sentence(tmp_path, capsys):
+    zero = [
+        ("/servo/state", START + k, joint_state(k * MS, ("j1", "j2"), (0.1, 0.2), (), (0.0, 0.0))) for k in range(5)
+    ]
+    none = [("/servo/state", START + k, joint_state(k * MS, ("j1", "j2"), (0.1, 0.2))) for k in range(5)]
+    shadow = commands_bag(tmp_path / "shadow", [(1.0, 2.0)] * 5)
+    for name, messages, words in (
+        ("zero", zero, "carry an effort of zero in every state (the driver reports none)"),
+        ("none", none, "carry no effort, and the bag records no commands"),
+    ):
+        bag = write_bag(tmp_path / name, messages)
+        assert main([str(bag), str(shadow), "-o", str(tmp_path / f"{name}.png")]) == 1
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    assert main([str(shadow), str(write_bag(tmp_path / "z2", zero)), "-o", str(tmp_path / "x.png")]) == 1
+    assert "no joint_commands or effort_controller/commands topic" in capsys.readouterr().err

@@ -1,21 +1,23 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""``skelarm-ros compare RECORDED SHADOW``: a run's recorded commands beside a shadow controller's.
+"""``skelarm-ros compare RECORDED SHADOW``: a shadow controller's commands beside a run's commands or measured effort.
 
 A shadow run (launch argument ``replay:=BAG``) plays a recorded run's joint states
 into a controller that drives nothing; its commands answer the same states as the
-recorded ones. This tool pairs the two sets of commands by the stamp of the state
-each answers, and prints per joint the RMS and the largest difference (shadow minus
-recorded, N*m) and when it happened, with how many commands found no partner; it
-writes a plot of both.
+recorded run. This tool sets them beside what the recorded run holds
+(:mod:`skelarm_ros.bags.efforts`):
 
-Either side is a bag or a ``.sklog.npz`` log (``bag_to_log``'s). From a bag the
-commands are ``joint_commands`` (``sensor_msgs/JointState`` effort by name, stamped
-with the state they answer), else ``effort_controller/commands``
-(``std_msgs/Float64MultiArray``, unstamped: each is paired with the state logged last
-before it, its values in ``--command-joints`` order). From a log, ``tau`` at each
-frame's stamp (``time`` plus ``extra.time_origin_ns``).
+- its **commands**: paired by the stamp of the state each answers;
+- its **measured effort**, when it recorded no commands (a real robot's bag usually holds
+  only its joint states): each shadow command paired with the effort of the state after
+  the one it answers (the package's effort convention, ``docs/interfaces.md``), with the
+  lag that aligns the two best found and reported beside it; the first line says so.
+
+It prints per joint the RMS and the largest difference (shadow minus recorded) and when
+it happened, with how many of either side found no partner, and writes a plot of both.
+
+Either side is a bag or a ``.sklog.npz`` log (``bag_to_log``'s).
 
 This module does not import rclpy; it draws with matplotlib's Agg canvas.
 """
@@ -23,315 +25,75 @@ This module does not import rclpy; it draws with matplotlib's Agg canvas.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from skelarm_ros import tool
-from skelarm_ros.bags.reader import Bag, BagError, open_bag
-from skelarm_ros.interface import (
-    EFFORT_COMMANDS,
-    FLOAT_ARRAY_TYPE,
-    JOINT_COMMANDS,
-    JOINT_STATE_TYPE,
-    JOINT_STATES,
-    NANOSECONDS,
-    default_joint_names,
-    sibling,
-    split_names,
-    stamp_to_nanoseconds,
+from skelarm_ros.bags.efforts import (
+    MAX_LAG,
+    CompareError,
+    Comparison,
+    Efforts,
+    compare_commands,
+    compare_efforts,
+    load_efforts,
 )
+from skelarm_ros.interface import NANOSECONDS, split_names
 from skelarm_ros.outputs import agg_figure, named_after, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-    from numpy.typing import NDArray
 
 PROG = "skelarm-ros compare"
+__all__ = ["CompareError", "Comparison", "Efforts", "compare_commands", "compare_efforts", "load_commands", "main"]
+
+load_commands = load_efforts
+"""One side's efforts from a bag or a log (:func:`skelarm_ros.bags.efforts.load_efforts`)."""
+OVER_TIME = 8
+"""Joints up to which the differences are drawn over time; more are drawn as RMS and largest per joint."""
+PANEL_ROWS = 6
+"""Joint panels per column before the joints are laid out in more columns."""
 
 
-class CompareError(ValueError):
-    """Commands that cannot be compared; the message names the file and what would be right."""
+def _grid(figure: Figure, count: int) -> tuple[list[Axes], Axes]:
+    """Lay out one small panel per joint (in columns of :data:`PANEL_ROWS`) and a wide panel under them."""
+    columns = min(4, math.ceil(count / PANEL_ROWS))
+    rows = math.ceil(count / columns)
+    grid = figure.add_gridspec(rows + 1, columns, height_ratios=[*([1.0] * rows), 1.4])
+    first = figure.add_subplot(grid[0, 0])
+    panels = [first] + [figure.add_subplot(grid[k // columns, k % columns], sharex=first) for k in range(1, count)]
+    return panels, figure.add_subplot(grid[rows, :])
 
 
-@dataclass
-class Commands:
-    """One side's effort commands, by the stamp of the state each answers.
-
-    Attributes
-    ----------
-    path : Path
-        The bag or log read.
-    source : str
-        Where in it the commands came from (a topic, or ``tau``).
-    joints : list[str]
-        The column names.
-    stamps : NDArray[np.int64]
-        ``(n,)`` stamps in ns, increasing, each once.
-    values : NDArray[np.float64]
-        ``(n, len(joints))`` efforts in N*m (NaN where a joint was not commanded).
-    """
-
-    path: Path
-    source: str
-    joints: list[str]
-    stamps: NDArray[np.int64]
-    values: NDArray[np.float64]
+def _draw_differences(ax: Axes, comparison: Comparison, seconds: np.ndarray) -> None:
+    """Draw |shadow - recorded| per joint over time, or, for many joints, each joint's RMS and largest."""
+    names = [joint.name for joint in comparison.joints]
+    if len(names) <= OVER_TIME:
+        for k, name in enumerate(names):
+            ax.plot(seconds, np.abs(comparison.difference[:, k]), label=name, lw=0.9)
+        if comparison.largest > 0.0:
+            ax.set_yscale("log")
+        ax.set_xlabel("time since the first paired state (s)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
+        ax.set_ylabel("|shadow - recorded|")
+        return
+    where = np.arange(len(names))
+    ax.bar(where - 0.2, [joint.rms for joint in comparison.joints], width=0.4, label="RMS")
+    ax.bar(where + 0.2, [joint.max for joint in comparison.joints], width=0.4, label="largest")
+    ax.set_xticks(where, names, rotation=90, fontsize="x-small")
+    ax.set_ylabel("shadow - recorded")
+    ax.legend(loc="upper right", fontsize="small")
 
 
-def _unique(stamps: list[int], rows: list[NDArray[np.float64]], width: int) -> tuple[Any, Any]:
-    """Sort by stamp; of several commands for one state keep the last one sent."""
-    order = np.argsort(np.asarray(stamps, dtype=np.int64), kind="stable")
-    sorted_stamps = np.asarray(stamps, dtype=np.int64)[order]
-    values = np.asarray(rows, dtype=np.float64).reshape(len(rows), width)[order]
-    keep = np.append(sorted_stamps[1:] != sorted_stamps[:-1], True) if len(sorted_stamps) else np.zeros(0, bool)
-    return sorted_stamps[keep], values[keep]
-
-
-def _choose_topic(bag: Bag, topic: str | None) -> str:
-    """Return the command topic: the one given, else the only joint_commands or effort_controller/commands."""
-    if topic:
-        found = [name for name in bag.topics if name in (topic, "/" + topic)]
-        if not found:
-            msg = f"bag '{bag.path}' has no topic '{topic}'; it has {list(bag.topics)}"
-            raise CompareError(msg)
-        return found[0]
-    for relative, msgtype in ((JOINT_COMMANDS, JOINT_STATE_TYPE), (EFFORT_COMMANDS, FLOAT_ARRAY_TYPE)):
-        found = [
-            name
-            for name, summary in bag.topics.items()
-            if (name == "/" + relative or name.endswith("/" + relative)) and summary.msgtype == msgtype
-        ]
-        if len(found) > 1:
-            msg = (
-                f"bag '{bag.path}' has several command topics {found}; "
-                "choose one with --recorded-topic or --shadow-topic"
-            )
-            raise CompareError(msg)
-        if found:
-            return found[0]
-    msg = (
-        f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic, so no commands to compare; "
-        f"it has {list(bag.topics)}"
-    )
-    raise CompareError(msg)
-
-
-STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
-
-
-def _check_fields(bag: Bag, topic: str, paths: Sequence[str]) -> None:
-    """Refuse a topic whose stored definition lacks a field read from it (:meth:`Bag.lacking`)."""
-    problem = bag.lacking(topic, paths)
-    if problem is not None:
-        msg = f"{problem}; record '{topic}' again to compare it"
-        raise CompareError(msg)
-
-
-def _stamped_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
-    """``joint_commands``: effort by name, stamped with the state answered."""
-    _check_fields(bag, topic, (*STAMP_FIELDS, "name", "effort"))
-    names = list(joints)
-    stamps: list[int] = []
-    rows: list[NDArray[np.float64]] = []
-    for _, _, _, message in bag.messages([topic]):
-        if not names:
-            names = list(message.name)
-        efforts = dict(zip(message.name, np.asarray(message.effort, dtype=np.float64), strict=False))
-        rows.append(np.array([efforts.get(name, np.nan) for name in names], dtype=np.float64))
-        stamp = message.header.stamp
-        stamps.append(stamp_to_nanoseconds(stamp.sec, stamp.nanosec))
-    stamp_array, values = _unique(stamps, rows, len(names))
-    return Commands(bag.path, topic, names, stamp_array, values)
-
-
-def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
-    """``effort_controller/commands``: each paired with the state logged last before it."""
-    states = sibling(topic.removesuffix("/commands"), JOINT_STATES)
-    if states not in bag.topics:
-        msg = (
-            f"bag '{bag.path}' has unstamped commands on '{topic}' but no '{states}' to pair them with; "
-            "record joint_states with them"
-        )
-        raise CompareError(msg)
-    _check_fields(bag, topic, ("data",))
-    _check_fields(bag, states, STAMP_FIELDS)
-    stamps: list[int] = []
-    rows: list[NDArray[np.float64]] = []
-    state: int | None = None
-    width = len(joints)
-    for name, _, _, message in bag.messages([topic, states]):
-        if name == states:
-            state = stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec)
-            continue
-        data = np.asarray(message.data, dtype=np.float64)
-        if state is None:
-            continue  # answers no recorded state
-        width = width or len(data)
-        if len(data) != width:
-            continue  # of another arm: cannot be put in columns
-        stamps.append(state)
-        rows.append(data)
-    names = list(joints) or default_joint_names(width)
-    stamp_array, values = _unique(stamps, rows, len(names))
-    return Commands(bag.path, f"{topic} (paired with {states})", names, stamp_array, values)
-
-
-def _log_commands(path: Path) -> Commands:
-    """Return a log's ``tau`` at each frame's stamp."""
-    from skelarm_ros.cli.plot import PlotError, load_log
-
-    try:
-        log = load_log(path)
-    except PlotError as error:
-        raise CompareError(str(error)) from None
-    if "tau" not in log.channel_names:
-        msg = f"log '{path}' has no 'tau' channel (joint torques), so no commands to compare"
-        raise CompareError(msg)
-    tau = np.asarray(log.channel("tau"), dtype=np.float64).reshape(len(log), -1)
-    origin = int(log.extra.get("time_origin_ns", 0))
-    stamps = origin + np.round(np.asarray(log.times, dtype=np.float64) * NANOSECONDS).astype(np.int64)
-    names = [str(name) for name in log.extra.get("joint_names", [])] or default_joint_names(tau.shape[1])
-    keep = np.isfinite(tau).any(axis=1)
-    return Commands(path, "tau", names[: tau.shape[1]], stamps[keep], tau[keep])
-
-
-def load_commands(path: str | Path, topic: str | None = None, command_joints: Sequence[str] = ()) -> Commands:
-    """Read one side's commands from a bag or a ``.sklog.npz`` log.
-
-    Parameters
-    ----------
-    path : str | Path
-        A bag (any format :func:`skelarm_ros.bags.reader.open_bag` reads) or a log.
-    topic : str | None, optional
-        The command topic of a bag; ``None`` finds ``joint_commands`` or
-        ``effort_controller/commands``.
-    command_joints : Sequence[str], optional
-        The joint names, in the order a ``Float64MultiArray`` command carries them
-        (``j1 ... jN`` when empty); for ``joint_commands``, the columns to keep.
-
-    Raises
-    ------
-    CompareError
-        If the file cannot be read or holds no commands (one sentence).
-    """
-    file = Path(path)
-    if file.name.endswith(".npz"):
-        commands = _log_commands(file)
-    else:
-        try:
-            with open_bag(file) as bag:
-                chosen = _choose_topic(bag, topic)
-                reader = _stamped_commands if bag.topics[chosen].msgtype == JOINT_STATE_TYPE else _array_commands
-                commands = reader(bag, chosen, command_joints)
-        except BagError as error:
-            raise CompareError(str(error)) from None
-    if len(commands.stamps) == 0:
-        msg = f"'{file}' holds no commands on {commands.source}"
-        raise CompareError(msg)
-    return commands
-
-
-@dataclass(frozen=True)
-class JointDifference:
-    """How one joint's shadow commands differ from the recorded ones (shadow minus recorded, N*m)."""
-
-    name: str
-    rms: float
-    max: float
-    at: float
-    """Seconds after the first paired state at which :attr:`max` happened."""
-
-
-@dataclass
-class Comparison:
-    """Recorded and shadow commands paired by stamp.
-
-    Attributes
-    ----------
-    joints : list[JointDifference]
-        Per joint, in the recorded order.
-    stamps : NDArray[np.int64]
-        ``(n,)`` the paired stamps (ns).
-    difference : NDArray[np.float64]
-        ``(n, joints)`` shadow minus recorded at the paired stamps.
-    recorded_only, shadow_only : int
-        Commands of one side with no command of the other for the same state.
-    """
-
-    joints: list[JointDifference]
-    stamps: NDArray[np.int64]
-    difference: NDArray[np.float64]
-    recorded_only: int
-    shadow_only: int
-
-    @property
-    def largest(self) -> float:
-        """The largest difference over every joint (N*m)."""
-        return max((joint.max for joint in self.joints), default=0.0)
-
-    def text(self) -> str:
-        """Return the table the tool prints."""
-        lines = [
-            f"paired {len(self.stamps)} commands by the stamp of the state they answer; "
-            f"{self.recorded_only} recorded without a shadow command, {self.shadow_only} shadow without a recorded one",
-            f"{'joint':<12} {'RMS (N*m)':>12} {'max (N*m)':>12} {'at (s)':>10}",
-        ]
-        lines += [f"{j.name:<12} {j.rms:>12.4g} {j.max:>12.4g} {j.at:>10.4f}" for j in self.joints]
-        return "\n".join(lines)
-
-
-def compare_commands(recorded: Commands, shadow: Commands) -> Comparison:
-    """Pair the two sides by stamp and measure each joint's difference.
-
-    Raises
-    ------
-    CompareError
-        If the sides share no joint name or no stamp.
-    """
-    joints = [name for name in recorded.joints if name in shadow.joints]
-    if not joints:
-        msg = (
-            f"the recorded commands name the joints {recorded.joints} and the shadow's {shadow.joints}: none in "
-            "common; pass --command-joints with the names of the unstamped side"
-        )
-        raise CompareError(msg)
-    stamps, left, right = np.intersect1d(recorded.stamps, shadow.stamps, assume_unique=True, return_indices=True)
-    if len(stamps) == 0:
-        msg = (
-            f"no shadow command answers a state the recorded commands answer ('{recorded.path}' and "
-            f"'{shadow.path}'); was the shadow run replayed from this recording?"
-        )
-        raise CompareError(msg)
-    columns_r = [recorded.joints.index(name) for name in joints]
-    columns_s = [shadow.joints.index(name) for name in joints]
-    difference = shadow.values[right][:, columns_s] - recorded.values[left][:, columns_r]
-    seconds = (stamps - stamps[0]) / NANOSECONDS
-    per_joint = []
-    for k, name in enumerate(joints):
-        column = np.abs(difference[:, k])
-        finite = np.isfinite(column)
-        worst = int(np.argmax(np.where(finite, column, -1.0))) if finite.any() else 0
-        per_joint.append(
-            JointDifference(
-                name,
-                float(np.sqrt(np.mean(np.square(column[finite])))) if finite.any() else float("nan"),
-                float(column[worst]) if finite.any() else float("nan"),
-                float(seconds[worst]),
-            )
-        )
-    return Comparison(
-        per_joint, stamps, difference, len(recorded.stamps) - len(stamps), len(shadow.stamps) - len(stamps)
-    )
-
-
-def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison) -> Figure:
-    """Draw both sides' commands per joint and their difference over time.
+def plot_comparison(recorded: Efforts, shadow: Efforts, comparison: Comparison) -> Figure:
+    """Draw both sides per joint (small panels) and their differences.
 
     Returns
     -------
@@ -340,49 +102,57 @@ def plot_comparison(recorded: Commands, shadow: Commands, comparison: Comparison
     """
     names = [joint.name for joint in comparison.joints]
     origin = int(comparison.stamps[0])
-    figure = agg_figure(9.0, 2.2 * (len(names) + 1))
-    axes = figure.subplots(len(names) + 1, 1, sharex=True, squeeze=False)[:, 0]
-    for k, name in enumerate(names):
-        ax = axes[k]
-        for side, style in ((recorded, {"lw": 1.6}), (shadow, {"lw": 1.0, "ls": "--"})):
-            column = side.joints.index(name)
-            label = f"{'recorded' if side is recorded else 'shadow'} ({side.source})"
-            ax.plot((side.stamps - origin) / NANOSECONDS, side.values[:, column], label=label, **style)
-        ax.set_ylabel(f"{name} (N*m)")
+    columns = min(4, math.ceil(len(names) / PANEL_ROWS))
+    rows = math.ceil(len(names) / columns)
+    figure = agg_figure(4.5 + 4.0 * columns, 1.9 * rows + 3.2)
+    panels, lower = _grid(figure, len(names))
+    sides = ((recorded, f"recorded {recorded.what}", {"lw": 1.6}), (shadow, "shadow commands", {"lw": 1.0, "ls": "--"}))
+    for ax, name in zip(panels, names, strict=True):
+        for side, _, style in sides:
+            ax.plot((side.stamps - origin) / NANOSECONDS, side.values[:, side.joints.index(name)], **style)
+        ax.set_title(name, fontsize="small")
+        ax.tick_params(labelsize="x-small")
         ax.grid(True, alpha=0.4)
-        ax.legend(loc="upper right", fontsize="small")
-    seconds = (comparison.stamps - origin) / NANOSECONDS
-    ax = axes[-1]
-    for k, name in enumerate(names):
-        ax.plot(seconds, np.abs(comparison.difference[:, k]), label=name, lw=0.9)
-    if comparison.largest > 0.0:
-        ax.set_yscale("log")
-    ax.set_ylabel("|shadow - recorded| (N*m)")
-    ax.set_xlabel("time since the first paired state (s)")
-    ax.grid(True, alpha=0.4)
-    ax.legend(loc="upper right", fontsize="small")
-    heading = f"{recorded.path.name} vs shadow {shadow.path.name}"
-    figure.suptitle(f"{heading}: largest difference {comparison.largest:.3g} N*m")
+    handles = panels[0].get_lines()[:2]
+    figure.legend(
+        handles, [f"{label} ({side.source})" for side, label, _ in sides], loc="outside lower center", ncols=2
+    )
+    _draw_differences(lower, comparison, (comparison.stamps - origin) / NANOSECONDS)
+    lower.grid(True, alpha=0.4)
+    lag = "" if comparison.lag is None else f"; best lag {comparison.lag.best} states"
+    heading = f"{recorded.path.name} ({recorded.what}) vs shadow {shadow.path.name}"
+    figure.suptitle(f"{heading}: largest difference {comparison.largest:.3g}{lag}")
     return figure
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = tool.parser(
         PROG,
-        "Compare a run's recorded effort commands with a shadow controller's (replay:=BAG), "
-        "paired by the state each answers; print per-joint RMS and maximum differences and plot both.",
+        "Compare a shadow controller's commands (replay:=BAG) with a run's recorded commands, paired by the state "
+        "each answers, or, when it recorded none, with its measured effort (the effort of the state after, and the "
+        "lag that aligns them best); print per-joint RMS and maximum differences and plot both.",
     )
     parser.add_argument("recorded", help="the recorded run: a bag or a .sklog.npz log")
     parser.add_argument("shadow", help="the shadow run: a bag or a .sklog.npz log")
     parser.add_argument(
         "-o", "--output", help="image to write (.png, .pdf, .svg); default: SHADOW's name + _compare.png"
     )
-    parser.add_argument("--recorded-topic", help="the recorded bag's command topic (default: found)")
+    parser.add_argument(
+        "--recorded-topic",
+        help="the recorded bag's command topic, or the joint-state topic whose measured effort to compare "
+        "(default: its commands, else its joint states)",
+    )
     parser.add_argument("--shadow-topic", help="the shadow bag's command topic (default: found)")
     parser.add_argument(
         "--command-joints",
         default="",
         help="comma-separated joint names in the order unstamped (Float64MultiArray) commands carry them",
+    )
+    parser.add_argument(
+        "--max-lag",
+        type=float,
+        default=MAX_LAG,
+        help=f"longest lag searched between commands and measured effort, in seconds (default {MAX_LAG})",
     )
     parser.add_argument("--dpi", type=int, default=120, help="resolution of a raster image (default 120)")
     return parser
@@ -398,17 +168,24 @@ def _output(args: argparse.Namespace) -> Path:
 def _compare(args: argparse.Namespace) -> tool.Done:
     output = _output(args)
     joints = split_names(args.command_joints)
-    recorded = load_commands(args.recorded, args.recorded_topic, joints)
-    shadow = load_commands(args.shadow, args.shadow_topic, joints)
-    comparison = compare_commands(recorded, shadow)
+    recorded = load_efforts(args.recorded, args.recorded_topic, joints)
+    shadow = load_efforts(args.shadow, args.shadow_topic, joints, commands_only=True)
+    comparison = compare_efforts(recorded, shadow, max_lag=args.max_lag)
     figure = plot_comparison(recorded, shadow, comparison)
     try:
         write_atomically(output, lambda path: figure.savefig(path, dpi=args.dpi))
     except ValueError as error:  # an unknown image format
         msg = f"cannot write the plot '{output}': {error}"
         raise CompareError(msg) from None
+    if recorded.measured:
+        first = (
+            f"recorded: {recorded.path} has no commands: comparing the shadow's commands with its measured effort "
+            f"({recorded.source}, {len(recorded.stamps)} states)"
+        )
+    else:
+        first = f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)"
     report = [
-        f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)",
+        first,
         f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} commands)",
         comparison.text(),
         f"wrote {output}",

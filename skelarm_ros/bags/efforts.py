@@ -1,0 +1,544 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""Efforts to compare: a run's commands or measured effort beside a shadow controller's commands.
+
+A shadow run (launch argument ``replay:=BAG``) plays a recorded run's joint states into a
+controller that drives nothing; each of its commands is stamped with the state it
+answers. What it is set beside is read from the recorded run (:func:`load_efforts`):
+
+- its **commands**, when it recorded some: ``joint_commands`` (``sensor_msgs/JointState``
+  effort by name, stamped with the state answered), else ``effort_controller/commands``
+  (``std_msgs/Float64MultiArray``, unstamped: each paired with the state logged last
+  before it, in ``command_joints`` order); from a ``.sklog.npz`` log, ``tau`` at each
+  frame's stamp when it came from commands. Two sets of commands are paired by the
+  stamp of the state each answers (:func:`compare_commands`);
+- its **measured effort**, when it recorded no commands (a real robot's bag usually holds
+  only its driver's joint states): the joint states' ``effort``, or a log's ``tau`` taken
+  from it (``extra.effort.timing`` ``applied_until_frame``). By the package's effort
+  convention (``docs/interfaces.md``) a state's effort is the torque applied over the step
+  that ended at it, so the command answering state k is paired with the effort of state
+  k + 1; a real actuator adds its own delay, so the lag (in states) that aligns the two
+  best is found and reported beside it (:func:`compare_measured`).
+
+The differences are shadow minus recorded, per joint, in N*m (or N for a sliding joint).
+
+This module does not import rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from skelarm_ros.bags.logfile import LogFileError, read_log
+from skelarm_ros.bags.reader import Bag, BagError, open_bag
+from skelarm_ros.interface import (
+    APPLIED_UNTIL_FRAME,
+    EFFORT_COMMANDS,
+    FLOAT_ARRAY_TYPE,
+    JOINT_COMMANDS,
+    JOINT_STATE_TYPE,
+    JOINT_STATES,
+    NANOSECONDS,
+    channel_of,
+    default_joint_names,
+    sibling,
+    stamp_to_nanoseconds,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+CONVENTION_LAG = 1
+"""States between a command and the measured effort that answers it, by the package's effort convention."""
+MAX_LAG = 0.25
+"""Seconds of lag searched for the best alignment of commands and measured effort, by default."""
+STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
+
+
+class CompareError(ValueError):
+    """Efforts that cannot be compared; the message names the file and what would be right."""
+
+
+@dataclass
+class Efforts:
+    """One side's efforts, by stamp.
+
+    Attributes
+    ----------
+    path : Path
+        The bag or log read.
+    source : str
+        Where in it they came from (a topic, or ``tau``).
+    joints : list[str]
+        The column names.
+    stamps : NDArray[np.int64]
+        ``(n,)`` stamps in ns, increasing, each once: of the state each command answers,
+        or of the state each measured effort belongs to.
+    values : NDArray[np.float64]
+        ``(n, len(joints))`` efforts (NaN where a joint has none).
+    measured : bool
+        Measured effort (a joint state's, applied until its stamp), not commands.
+    """
+
+    path: Path
+    source: str
+    joints: list[str]
+    stamps: NDArray[np.int64]
+    values: NDArray[np.float64]
+    measured: bool = False
+
+    @property
+    def what(self) -> str:
+        """``commands`` or ``measured effort``, for sentences."""
+        return "measured effort" if self.measured else "commands"
+
+
+def _unique(stamps: list[int], rows: list[NDArray[np.float64]], width: int) -> tuple[Any, Any]:
+    """Sort by stamp; of several rows for one stamp keep the last one logged."""
+    order = np.argsort(np.asarray(stamps, dtype=np.int64), kind="stable")
+    sorted_stamps = np.asarray(stamps, dtype=np.int64)[order]
+    values = np.asarray(rows, dtype=np.float64).reshape(len(rows), width)[order]
+    keep = np.append(sorted_stamps[1:] != sorted_stamps[:-1], True) if len(sorted_stamps) else np.zeros(0, bool)
+    return sorted_stamps[keep], values[keep]
+
+
+def _given(bag: Bag, topic: str) -> str:
+    """Return a topic named on the command line, checked: it is there, and of a type that carries efforts."""
+    found = [name for name in bag.topics if name in (topic, "/" + topic)]
+    if not found:
+        msg = f"bag '{bag.path}' has no topic '{topic}'; it has {list(bag.topics)}"
+        raise CompareError(msg)
+    msgtype = bag.topics[found[0]].msgtype
+    if msgtype not in (JOINT_STATE_TYPE, FLOAT_ARRAY_TYPE):
+        msg = (
+            f"topic '{found[0]}' is {msgtype}, not {JOINT_STATE_TYPE} or {FLOAT_ARRAY_TYPE}; choose a topic of efforts"
+        )
+        raise CompareError(msg)
+    return found[0]
+
+
+def _command_topic(bag: Bag) -> str | None:
+    """Return the bag's command topic: its only ``joint_commands``, else its only ``effort_controller/commands``."""
+    for relative, msgtype in ((JOINT_COMMANDS, JOINT_STATE_TYPE), (EFFORT_COMMANDS, FLOAT_ARRAY_TYPE)):
+        found = [
+            name
+            for name, summary in bag.topics.items()
+            if (name == "/" + relative or name.endswith("/" + relative)) and summary.msgtype == msgtype
+        ]
+        if len(found) > 1:
+            msg = (
+                f"bag '{bag.path}' has several command topics {found}; "
+                "choose one with --recorded-topic or --shadow-topic"
+            )
+            raise CompareError(msg)
+        if found:
+            return found[0]
+    return None
+
+
+def _state_topic(bag: Bag) -> str:
+    """Return the bag's joint-state topic, for its measured effort: the only one (one named ``joint_states`` wins)."""
+    candidates = [
+        name
+        for name, summary in bag.topics.items()
+        if summary.msgtype == JOINT_STATE_TYPE and summary.count and channel_of(name) is None
+    ]
+    named = [name for name in candidates if name.rsplit("/", 1)[-1] == JOINT_STATES]
+    if len(named) == 1 or len(candidates) == 1:
+        return (named or candidates)[0]
+    if not candidates:
+        msg = (
+            f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic and no joint states, so nothing "
+            f"to compare; it has {list(bag.topics)}"
+        )
+        raise CompareError(msg)
+    listed = ", ".join(f"{name} ({bag.topics[name].count})" for name in candidates)
+    msg = (
+        f"bag '{bag.path}' has no commands and several joint-state topics ({listed}); "
+        "choose the one whose measured effort to compare with --recorded-topic"
+    )
+    raise CompareError(msg)
+
+
+def _check_fields(bag: Bag, topic: str, paths: Sequence[str]) -> None:
+    """Refuse a topic whose stored definition lacks a field read from it (:meth:`Bag.lacking`)."""
+    problem = bag.lacking(topic, paths)
+    if problem is not None:
+        msg = f"{problem}; record '{topic}' again to compare it"
+        raise CompareError(msg)
+
+
+def _by_name(bag: Bag, topic: str, joints: Sequence[str], *, measured: bool) -> Efforts:
+    """Efforts of JointState messages by name, at their stamps: commands, or a driver's measured effort."""
+    _check_fields(bag, topic, (*STAMP_FIELDS, "name", "effort"))
+    names = list(joints)
+    stamps: list[int] = []
+    rows: list[NDArray[np.float64]] = []
+    for _, _, _, message in bag.messages([topic]):
+        if not names:
+            names = list(message.name) or default_joint_names(len(message.effort))
+        carried = list(message.name) or default_joint_names(len(message.effort))
+        efforts = dict(zip(carried, np.asarray(message.effort, dtype=np.float64), strict=False))
+        rows.append(np.array([efforts.get(name, np.nan) for name in names], dtype=np.float64))
+        stamp = message.header.stamp
+        stamps.append(stamp_to_nanoseconds(stamp.sec, stamp.nanosec))
+    stamp_array, values = _unique(stamps, rows, len(names))
+    return Efforts(bag.path, topic, names, stamp_array, values, measured=measured)
+
+
+def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Efforts:
+    """``effort_controller/commands``: each paired with the state logged last before it."""
+    states = sibling(topic.removesuffix("/commands"), JOINT_STATES)
+    if states not in bag.topics:
+        msg = (
+            f"bag '{bag.path}' has unstamped commands on '{topic}' but no '{states}' to pair them with; "
+            "record joint_states with them"
+        )
+        raise CompareError(msg)
+    _check_fields(bag, topic, ("data",))
+    _check_fields(bag, states, STAMP_FIELDS)
+    stamps: list[int] = []
+    rows: list[NDArray[np.float64]] = []
+    state: int | None = None
+    width = len(joints)
+    for name, _, _, message in bag.messages([topic, states]):
+        if name == states:
+            state = stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec)
+            continue
+        data = np.asarray(message.data, dtype=np.float64)
+        if state is None:
+            continue  # answers no recorded state
+        width = width or len(data)
+        if len(data) != width:
+            continue  # of another arm: cannot be put in columns
+        stamps.append(state)
+        rows.append(data)
+    names = list(joints) or default_joint_names(width)
+    stamp_array, values = _unique(stamps, rows, len(names))
+    return Efforts(bag.path, f"{topic} (paired with {states})", names, stamp_array, values)
+
+
+def _log_efforts(path: Path) -> Efforts:
+    """Return a log's ``tau`` at each frame's stamp: commands, or measured effort when it came from the joint states."""
+    try:
+        log = read_log(path)
+    except LogFileError as error:
+        raise CompareError(str(error)) from None
+    if "tau" not in log.channel_names:
+        msg = f"log '{path}' has no 'tau' channel (joint torques), so no efforts to compare"
+        raise CompareError(msg)
+    times = np.asarray(log.times, dtype=np.float64)
+    tau = np.asarray(log.channel("tau"), dtype=np.float64).reshape(len(times), -1)
+    extra = log.extra
+    origin = int(extra.get("time_origin_ns", 0))
+    stamps = origin + np.round(times * NANOSECONDS).astype(np.int64)
+    names = [str(name) for name in extra.get("joint_names", [])] or default_joint_names(tau.shape[1])
+    measured = extra.get("effort", {}).get("timing") == APPLIED_UNTIL_FRAME
+    keep = np.ones(len(stamps), bool) if measured else np.isfinite(tau).any(axis=1)  # measured: every state counts
+    return Efforts(path, "tau", names[: tau.shape[1]], stamps[keep], tau[keep], measured=measured)
+
+
+def load_efforts(
+    path: str | Path, topic: str | None = None, command_joints: Sequence[str] = (), *, commands_only: bool = False
+) -> Efforts:
+    """Read one side's efforts from a bag or a ``.sklog.npz`` log: its commands, else its measured effort.
+
+    Parameters
+    ----------
+    path : str | Path
+        A bag (any format :func:`skelarm_ros.bags.reader.open_bag` reads) or a log.
+    topic : str | None, optional
+        The topic to read: a command topic, or a joint-state topic for its measured
+        effort; ``None`` finds ``joint_commands`` or ``effort_controller/commands``, else
+        the bag's joint states.
+    command_joints : Sequence[str], optional
+        The joint names, in the order a ``Float64MultiArray`` command carries them
+        (``j1 ... jN`` when empty); for ``joint_commands``, the columns to keep.
+    commands_only : bool, optional
+        Refuse a side without commands (the shadow's).
+
+    Raises
+    ------
+    CompareError
+        If the file cannot be read or holds no efforts (one sentence).
+    """
+    file = Path(path)
+    if file.name.endswith(".npz"):
+        efforts = _log_efforts(file)
+    else:
+        try:
+            with open_bag(file) as bag:
+                efforts = _from_bag(bag, topic, command_joints, commands_only=commands_only)
+        except BagError as error:
+            raise CompareError(str(error)) from None
+    if commands_only and efforts.measured:
+        msg = f"'{file}' holds measured effort ({efforts.source}), not a shadow's commands; pass the shadow run second"
+        raise CompareError(msg)
+    if len(efforts.stamps) == 0:
+        msg = f"'{file}' holds no {efforts.what} on {efforts.source}"
+        raise CompareError(msg)
+    return efforts
+
+
+def _from_bag(bag: Bag, topic: str | None, joints: Sequence[str], *, commands_only: bool) -> Efforts:
+    chosen = _given(bag, topic) if topic else _command_topic(bag)
+    if chosen is None and commands_only:
+        msg = (
+            f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic, so no commands to compare; "
+            f"it has {list(bag.topics)}"
+        )
+        raise CompareError(msg)
+    if chosen is None:
+        efforts = _by_name(bag, _state_topic(bag), joints, measured=True)
+    elif bag.topics[chosen].msgtype == FLOAT_ARRAY_TYPE:
+        return _array_commands(bag, chosen, joints)
+    else:  # stamped commands (effort only), or a joint-state topic named for its measured effort
+        efforts = _by_name(bag, chosen, joints, measured=_is_state_topic(bag, chosen))
+    if efforts.measured:
+        _check_measured(efforts)
+    return efforts
+
+
+def _is_state_topic(bag: Bag, topic: str) -> bool:
+    """Whether a JointState topic given by name holds states (positions), not stamped commands (effort only)."""
+    for _, _, _, message in bag.messages([topic]):
+        return len(message.position) > 0
+    return False
+
+
+def _check_measured(efforts: Efforts) -> None:
+    """Refuse measured effort that says nothing: none carried, or zero in every state (a driver that reports none)."""
+    values = efforts.values
+    finite = np.isfinite(values)
+    if not finite.any():
+        msg = (
+            f"the joint states on {efforts.source} in '{efforts.path}' carry no effort, and the bag records no "
+            "commands: nothing to compare the shadow's commands with; record the driver's effort or its commands"
+        )
+        raise CompareError(msg)
+    if not values[finite].any():
+        msg = (
+            f"the joint states on {efforts.source} in '{efforts.path}' carry an effort of zero in every state (the "
+            "driver reports none), and the bag records no commands: nothing to compare the shadow's commands with"
+        )
+        raise CompareError(msg)
+
+
+@dataclass(frozen=True)
+class JointDifference:
+    """How one joint's shadow commands differ from the recorded efforts (shadow minus recorded)."""
+
+    name: str
+    rms: float
+    max: float
+    at: float
+    """Seconds after the first paired state at which :attr:`max` happened."""
+
+
+@dataclass
+class Lag:
+    """How measured effort lines up with the commands it follows.
+
+    Attributes
+    ----------
+    convention : int
+        States after each command whose effort is paired with it (:data:`CONVENTION_LAG`).
+    best : int
+        States after each command at which the effort differs from it least (RMS over every joint).
+    rms : list[float]
+        The RMS difference over every joint at each lag from 0, in order.
+    period : float
+        The recorded states' median period (s), to say lags in seconds.
+    """
+
+    convention: int
+    best: int
+    rms: list[float]
+    period: float
+
+    def text(self) -> str:
+        """Say the best lag and its RMS beside the convention's."""
+        best, convention = self.best, self.convention
+        states = f"{best} state{'' if best == 1 else 's'} ({best * self.period * 1e3:.1f} ms)"
+        if best == convention:
+            return (
+                f"the lag that aligns them best is the convention's: {states}, RMS {self.rms[best]:.4g} over all joints"
+            )
+        return (
+            f"the lag that aligns them best is {states} after each command: RMS {self.rms[best]:.4g} over all joints, "
+            f"against {self.rms[convention]:.4g} at the convention's {convention} state"
+        )
+
+
+@dataclass
+class Comparison:
+    """Recorded efforts and shadow commands paired by stamp.
+
+    Attributes
+    ----------
+    joints : list[JointDifference]
+        Per joint, in the recorded order.
+    stamps : NDArray[np.int64]
+        ``(n,)`` the paired stamps (ns): of the state each shadow command answers.
+    difference : NDArray[np.float64]
+        ``(n, joints)`` shadow minus recorded at the paired stamps.
+    recorded_only, shadow_only : int
+        Efforts of one side with no partner on the other.
+    lag : Lag | None
+        For measured effort: the lag used and the one that aligns best.
+    """
+
+    joints: list[JointDifference]
+    stamps: NDArray[np.int64]
+    difference: NDArray[np.float64]
+    recorded_only: int
+    shadow_only: int
+    lag: Lag | None = field(default=None)
+
+    @property
+    def largest(self) -> float:
+        """The largest difference over every joint."""
+        return max((joint.max for joint in self.joints), default=0.0)
+
+    def text(self) -> str:
+        """Return the table the tool prints."""
+        if self.lag is None:
+            lines = [
+                f"paired {len(self.stamps)} commands by the stamp of the state they answer; {self.recorded_only} "
+                f"recorded without a shadow command, {self.shadow_only} shadow without a recorded one"
+            ]
+        else:
+            lines = [
+                f"paired {len(self.stamps)} shadow commands with the measured effort of the state after the one each "
+                f"answers (docs/interfaces.md); {self.recorded_only} recorded states without a shadow command, "
+                f"{self.shadow_only} shadow commands without a following state",
+                self.lag.text(),
+            ]
+        lines.append(f"{'joint':<12} {'RMS':>12} {'max':>12} {'at (s)':>10}")
+        lines += [f"{j.name:<12} {j.rms:>12.4g} {j.max:>12.4g} {j.at:>10.4f}" for j in self.joints]
+        return "\n".join(lines)
+
+
+def _columns(recorded: Efforts, shadow: Efforts) -> tuple[list[str], list[int], list[int]]:
+    """Return the joints both sides name, and their columns on each side."""
+    joints = [name for name in recorded.joints if name in shadow.joints]
+    if not joints:
+        msg = (
+            f"the recorded {recorded.what} name the joints {recorded.joints} and the shadow's {shadow.joints}: none "
+            "in common; pass --command-joints with the names of the unstamped side"
+        )
+        raise CompareError(msg)
+    return joints, [recorded.joints.index(name) for name in joints], [shadow.joints.index(name) for name in joints]
+
+
+def _per_joint(joints: Sequence[str], difference: NDArray[np.float64], seconds: NDArray[Any]) -> list[JointDifference]:
+    out = []
+    for k, name in enumerate(joints):
+        column = np.abs(difference[:, k])
+        finite = np.isfinite(column)
+        worst = int(np.argmax(np.where(finite, column, -1.0))) if finite.any() else 0
+        rms = float(np.sqrt(np.mean(np.square(column[finite])))) if finite.any() else float("nan")
+        out.append(
+            JointDifference(name, rms, float(column[worst]) if finite.any() else float("nan"), float(seconds[worst]))
+        )
+    return out
+
+
+def _no_common_state(recorded: Efforts, shadow: Efforts) -> CompareError:
+    return CompareError(
+        f"no shadow command answers a state the recorded {recorded.what} belong to ('{recorded.path}' and "
+        f"'{shadow.path}'); was the shadow run replayed from this recording?"
+    )
+
+
+def compare_commands(recorded: Efforts, shadow: Efforts) -> Comparison:
+    """Pair two sets of commands by stamp and measure each joint's difference.
+
+    Raises
+    ------
+    CompareError
+        If the sides share no joint name or no stamp.
+    """
+    joints, columns_r, columns_s = _columns(recorded, shadow)
+    stamps, left, right = np.intersect1d(recorded.stamps, shadow.stamps, assume_unique=True, return_indices=True)
+    if len(stamps) == 0:
+        raise _no_common_state(recorded, shadow)
+    difference = shadow.values[right][:, columns_s] - recorded.values[left][:, columns_r]
+    seconds = (stamps - stamps[0]) / NANOSECONDS
+    return Comparison(
+        _per_joint(joints, difference, seconds),
+        stamps,
+        difference,
+        len(recorded.stamps) - len(stamps),
+        len(shadow.stamps) - len(stamps),
+    )
+
+
+def compare_measured(measured: Efforts, shadow: Efforts, *, max_lag: float = MAX_LAG) -> Comparison:
+    """Pair each shadow command with the measured effort that follows it, and find the lag that aligns them best.
+
+    The command answering recorded state k is paired with the effort of state k +
+    :data:`CONVENTION_LAG` (the torque applied over the step after it); the RMS
+    difference over every joint is measured at each lag from 0 to ``max_lag`` seconds
+    (in states), and the smallest is reported beside it.
+
+    Parameters
+    ----------
+    measured : Efforts
+        The recorded states' measured effort (:attr:`Efforts.measured`).
+    shadow : Efforts
+        The shadow's commands, stamped with the recorded states they answer.
+    max_lag : float, optional
+        The longest lag searched (s).
+
+    Raises
+    ------
+    CompareError
+        If the sides share no joint name, or no shadow command answers a recorded state
+        that has one after it.
+    """
+    joints, columns_r, columns_s = _columns(measured, shadow)
+    states = measured.stamps
+    where = np.searchsorted(states, shadow.stamps)
+    answers = (where < len(states)) & (states[np.minimum(where, len(states) - 1)] == shadow.stamps)
+    index = where[answers]
+    commands = shadow.values[answers][:, columns_s]
+    efforts = measured.values[:, columns_r]
+    period = float(np.median(np.diff(states))) / NANOSECONDS if len(states) > 1 else 0.0
+    most = max(CONVENTION_LAG, min(len(states) - 1, round(max_lag / period) if period > 0 else 0))
+    rms = []
+    for shift in range(most + 1):
+        paired = index + shift < len(states)
+        diff = commands[paired] - efforts[index[paired] + shift]
+        finite = np.isfinite(diff)
+        rms.append(float(np.sqrt(np.mean(np.square(diff[finite])))) if finite.any() else float("inf"))
+    paired = index + CONVENTION_LAG < len(states)
+    if not paired.any():
+        raise _no_common_state(measured, shadow)
+    difference = commands[paired] - efforts[index[paired] + CONVENTION_LAG]
+    stamps = states[index[paired]]
+    seconds = (stamps - stamps[0]) / NANOSECONDS
+    lag = Lag(CONVENTION_LAG, int(np.argmin(rms)), rms, period)
+    unanswered = len(states) - len(np.unique(index))
+    return Comparison(
+        _per_joint(joints, difference, seconds),
+        stamps,
+        difference,
+        unanswered,
+        len(shadow.stamps) - int(paired.sum()),
+        lag,
+    )
+
+
+def compare_efforts(recorded: Efforts, shadow: Efforts, *, max_lag: float = MAX_LAG) -> Comparison:
+    """Compare the shadow's commands with the recorded commands, or with the recorded measured effort."""
+    if recorded.measured:
+        return compare_measured(recorded, shadow, max_lag=max_lag)
+    return compare_commands(recorded, shadow)
