@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 NODE_NAME = "recorder"
 DOC = "docs/bags.md"
 DRAIN_LIMIT = 2.0  # s, the longest a stop spends taking what the subscriptions still hold
+UNKNOWN_NAMESPACE = "_NODE_NAMESPACE_UNKNOWN_"  # rmw's namespace of a publisher whose node is not discovered yet
 
 
 def _message_class(msgtype: str) -> Any:
@@ -159,6 +160,8 @@ class Recorder(KitNode):
                 continue  # only readers so far: wait for a publisher, whose QoS decides ours
             if name not in self._wanted:
                 spaces = [info.node_namespace for info in publishers]
+                if UNKNOWN_NAMESPACE in spaces:
+                    continue  # discovery has not said yet which node publishes it: look again
                 reason = graph_channel(name, msgtype, self.get_namespace(), spaces)
                 if reason is not None:  # another stack's controller/... topic
                     self._ignored.add(name)
