@@ -84,7 +84,8 @@ def arm_run(frames: int = 20, period_ns: int = 10_000_000, namespace: str = ""):
     out.append((f"{namespace}/target", START + 1000, point(0, 0.5, 1.2)))
     for k in range(frames):
         log = START + period_ns * (k + 1)
-        out.append((f"{namespace}/joint_states", log, joint_state(k * 2_000_000, position=(0.1 * k, -0.1 * k))))
+        state = joint_state(k * 2_000_000, position=(0.1 * k, -0.1 * k), velocity=(5.0, -5.0))
+        out.append((f"{namespace}/joint_states", log, state))
         out.append((f"{namespace}/joint_commands", log + 500, joint_state(k * 2_000_000, position=(), effort=(k, -k))))
     return out
 

@@ -59,6 +59,7 @@ def test_every_argument_has_a_default_and_a_description():
         "thread_priority",
         "publish_clock",
         "replay",
+        "replay_joint_topic",
         "replay_rate",
         "use_sim_time",
         "rviz",

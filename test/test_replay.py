@@ -20,8 +20,8 @@ from skelarm_ros.bags.replay import (
     parse_remap,
     plan_topics,
     remapped,
-    shadow_topics,
 )
+from skelarm_ros.bags.shadow import shadow_plan
 from skelarm_ros.interface import INFO, Say
 
 MS = 1_000_000
@@ -314,20 +314,22 @@ def test_ros1_bag_plays_its_ros2_types_with_stamps_and_values_kept(tmp_path):
 # ----------------------------------------------------------------------------- shadow runs, ticks
 
 
-def test_shadow_topics_pick_the_recorded_arm(tmp_path):
+def test_shadow_plan_picks_the_recorded_arm(tmp_path):
     one = write_bag(tmp_path / "one", arm_run(2, namespace="/lab/arm1"))
-    assert shadow_topics(str(one)) == [
+    plan = shadow_plan(str(one))
+    assert plan.topics == [
         ("/lab/arm1/joint_states", "joint_states"),
         ("/lab/arm1/target", "target"),
         ("/lab/arm1/robot_description", "robot_description"),
     ]
+    assert plan.joint_names == ["j1", "j2"] and plan.states == 2 and plan.joint_topic == "/lab/arm1/joint_states"
     two = write_bag(tmp_path / "two", [*arm_run(2, namespace="/arm1"), *arm_run(2, namespace="/arm2")])
-    assert shadow_topics(str(two), "arm2")[0] == ("/arm2/joint_states", "joint_states")
+    assert shadow_plan(str(two), "arm2").topics[0] == ("/arm2/joint_states", "joint_states")
     with pytest.raises(PlayError, match=r"several arms \(/arm1, /arm2\); pass namespace:="):
-        shadow_topics(str(two))
+        shadow_plan(str(two))
     none = write_bag(tmp_path / "none", [("/robot_description", START, string("x"))])
-    with pytest.raises(PlayError, match="has no joint_states topic"):
-        shadow_topics(str(none))
+    with pytest.raises(PlayError, match="has no joint_states topic to replay; its sensor_msgs/JointState topics"):
+        shadow_plan(str(none))
 
 
 def test_ticker_ticks_at_its_rate_and_does_not_make_up_missed_ticks():

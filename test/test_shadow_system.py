@@ -13,6 +13,7 @@ import numpy as np
 import procs
 import pytest
 from bagwriter import recorded
+from driverbags import driven_run
 from procs import START_TIMEOUT
 from test_launcher_system import Launch
 
@@ -114,12 +115,12 @@ def record_driver_run(folder: Path, bag: Path) -> None:
     assert codes == [0, 0, 0], procs.logs(folder)
 
 
-def offline_commands(scenario: Path, bag: Path) -> dict[int, np.ndarray]:
+def offline_commands(scenario: Path, bag: Path, topic: str = "/arm3/joint_states") -> dict[int, np.ndarray]:
     """The commands the scenario's control loop computes for the recorded states, by stamp, in command order."""
     loop, _ = build_control_loop(scenario, joint_names=ARM_JOINTS)
     out = {}
     with open_bag(bag) as opened:
-        for _, _, _, state in opened.messages(["/arm3/joint_states"]):
+        for _, _, _, state in opened.messages([topic]):
             stamp = stamp_to_nanoseconds(state.header.stamp.sec, state.header.stamp.nanosec)
             try:
                 output = loop.control(list(state.name), list(state.position), list(state.velocity), stamp)
@@ -156,3 +157,31 @@ def test_a_replayed_driver_run_gives_another_controller_its_own_commands(tmp_pat
     comparison = compare_commands(load_commands(run, command_joints=DRIVER_JOINTS), got)
     # Recorded from the controller's first command on: about 750 states, most answered in the recording.
     assert comparison.largest > 1e-3 and len(comparison.stamps) > 300
+
+
+def test_a_driver_s_bag_on_its_own_topic_is_answered_state_by_state_and_compared_with_its_measured_effort(
+    tmp_path, capsys
+):
+    """Measured effort only, the states on the driver's topic under its names: replay_joint_topic, then compare."""
+    run = driven_run(tmp_path / "driver_run", topic="/arm_driver/joint_states", names=tuple(ARM_JOINTS), frames=400)
+    shadow = tmp_path / "shadow"
+    scenario = other_controller(tmp_path)
+    output = launch(
+        "namespace:=arm4",
+        f"replay:={run.bag}",
+        "replay_joint_topic:=arm_driver/joint_states",
+        f"record:={shadow}",
+        f"scenario:={scenario}",
+    )
+    assert "[launch] arm4/player finished; stopping the graph" in output, output
+    got = load_commands(shadow)
+    assert got.joints == ARM_JOINTS  # the recording's own names reached the controller
+    assert list(got.stamps) == run.stamps.tolist(), output  # every recorded state answered, once
+    expected = offline_commands(scenario, run.bag, run.topic)
+    assert np.max(np.abs(got.values - np.array([expected[int(stamp)] for stamp in got.stamps]))) <= 1e-9
+    image = tmp_path / "vs_effort.png"
+    assert main([str(run.bag), str(shadow), "-o", str(image)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith(f"recorded: {run.bag} has no commands: comparing the shadow's commands with its")
+    assert "paired 399 shadow commands with the measured effort of the state after the one each answers" in printed[2]
+    assert image.is_file()

@@ -36,10 +36,8 @@ from typing import TYPE_CHECKING
 from skelarm_ros.bags.reader import Bag, BagError, TopicQos, open_bag, ros2_converter
 from skelarm_ros.interface import (
     INFO,
-    JOINT_STATES,
     NANOSECONDS,
     ROBOT_DESCRIPTION,
-    TARGET,
     Say,
     check_non_negative,
     check_positive,
@@ -741,55 +739,3 @@ class Pacer:
         if frames.bag.skipped_messages:
             text += f"; damaged messages skipped: {frames.bag.skipped_messages}"
         return text
-
-
-SHADOW_TOPICS = (JOINT_STATES, TARGET, ROBOT_DESCRIPTION)
-"""The recorded arm topics a shadow run plays into the graph (not the commands: the shadow makes its own)."""
-
-
-def shadow_topics(path: str, namespace: str = "") -> list[tuple[str, str]]:
-    """Return the recorded arm topics to play into a shadow run: ``(name in the bag, relative name)``.
-
-    Parameters
-    ----------
-    path : str
-        The recorded bag.
-    namespace : str, optional
-        The graph's namespace (relative, ``arm1``); it chooses among several recorded
-        arms, and a single recorded arm plays into it whatever namespace it had.
-
-    Returns
-    -------
-    list[tuple[str, str]]
-        ``joint_states`` first, then ``target`` and ``robot_description`` where recorded.
-
-    Raises
-    ------
-    PlayError
-        If the bag cannot be read, has no ``joint_states``, or has several arms and
-        ``namespace`` names none of them.
-    """
-    bag = open_for_playing(path)
-    try:
-        names = list(bag.topics)
-    finally:
-        bag.close()
-    arms: dict[str, dict[str, str]] = {}  # recorded namespace -> relative name -> name in the bag
-    for name in names:
-        for relative in SHADOW_TOPICS:
-            if name == "/" + relative or name.endswith("/" + relative):
-                arms.setdefault(name[: -len(relative) - 1], {})[relative] = name
-    recorded = {arm: topics for arm, topics in arms.items() if JOINT_STATES in topics}
-    if not recorded:
-        msg = f"bag '{path}' has no {JOINT_STATES} topic to replay; it has {names}"
-        raise PlayError(msg)
-    mine = "/" + namespace if namespace else ""
-    if len(recorded) == 1:
-        (topics,) = recorded.values()
-    elif mine in recorded:
-        topics = recorded[mine]
-    else:
-        found = sorted(arm or "/" for arm in recorded)
-        msg = f"bag '{path}' holds several arms ({', '.join(found)}); pass namespace:= one of them to replay it"
-        raise PlayError(msg)
-    return [(topics[relative], relative) for relative in SHADOW_TOPICS if relative in topics]

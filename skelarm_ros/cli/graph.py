@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skelarm_ros.bags.forces import HOLD, STEPPED
-from skelarm_ros.bags.replay import shadow_topics
+from skelarm_ros.bags.shadow import ShadowPlan, shadow_plan
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMANDS,
@@ -215,8 +215,14 @@ ARGUMENTS: dict[str, LaunchArgument] = {
         LaunchArgument(
             "replay",
             "",
-            "recorded bag whose joint_states, target and robot_description are played in place of the simulator "
-            "(hardware:=none implied), so the controller runs in shadow; empty for none",
+            "recorded bag whose joint states (replay_joint_topic), target and robot_description are played in place "
+            "of the simulator (hardware:=none implied), so the controller runs in shadow; empty for none",
+        ),
+        LaunchArgument(
+            "replay_joint_topic",
+            JOINT_STATES,
+            "the replayed bag's joint-state topic (a driver's own, /servo/out/state), played as joint_states; "
+            "a relative name is looked for in every recorded namespace",
         ),
         LaunchArgument("replay_rate", "1.0", "speed factor of the replay (2 plays twice as fast as recorded)"),
         LaunchArgument("use_sim_time", "false", "run every node on the simulated time of /clock", BOOLEAN),
@@ -351,7 +357,8 @@ class _Graph:
     command_joints: list[str]
     priority: int
     use_sim_time: bool
-    shadow: str = ""  # the bag a shadow run replays (replay:=), or empty
+    shadow: ShadowPlan | None = None  # what a shadow run replays (replay:=), or None
+    replay: str = ""  # the bag a shadow run replays
 
     @property
     def command_interface(self) -> str:
@@ -378,8 +385,8 @@ class _Graph:
 def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     """Check every launch argument (one sentence per problem) and load the scenario."""
     values = resolve_arguments(arguments)
-    shadow = _check_replay(values)
-    simulate = values["hardware"] == "sim" and not shadow
+    replay = _check_replay(values)
+    simulate = values["hardware"] == "sim" and not replay
     lockstep = values["mode"] == LOCKSTEP
     duration = _checked(check_non_negative, "duration", values["duration"])
     if not simulate and lockstep:
@@ -404,6 +411,9 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     if force_source:
         force_source = _existing_path(force_source, "force_source", "a .sklog.npz log, a .csv file or a bag")
     joint_names = _names(values, "joint_names", arm.num_joints)
+    shadow = _shadow(replay, values, arm.num_joints, joint_names) if replay else None
+    if shadow is not None and not joint_names:
+        joint_names = shadow.joint_names  # the recorded arm's own names, in its order
     command_joints = _names(values, "command_joints", arm.num_joints)
     if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
         msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
@@ -425,6 +435,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         priority=_checked(check_count, "thread_priority", values["thread_priority"], 99),
         use_sim_time=_flag(values, "use_sim_time"),
         shadow=shadow,
+        replay=replay,
     )
 
 
@@ -547,19 +558,46 @@ def _check_replay(values: Mapping[str, str]) -> str:
     return _existing_path(values["replay"], "replay", "a recorded bag")
 
 
-def _player(graph: _Graph) -> NodeSpec:
-    """Return the player of a shadow run: the recorded arm topics into the graph's namespace; it ends the graph."""
+def _shadow(replay: str, values: Mapping[str, str], num_joints: int, joint_names: list[str]) -> ShadowPlan:
+    """Return what a shadow run replays, checked: the recorded states name the arm's joints.
+
+    Without ``joint_names`` the recorded names are the arm's, in their order, so the
+    recorded states must name as many joints as the arm has; with it, they must name
+    each of them (a driver may publish more joints than the arm's, a gripper's say).
+    """
     try:
-        topics = shadow_topics(graph.shadow, graph.namespace)
+        plan = shadow_plan(replay, normalize_namespace(values["namespace"]), values["replay_joint_topic"])
     except ValueError as error:
         raise GraphError(str(error)) from None
+    recorded, topic = plan.joint_names, plan.joint_topic
+    missing = [name for name in joint_names if name not in recorded]
+    if missing:
+        msg = (
+            f"joint_names {missing} are not among the joints the recorded states on '{topic}' name ({recorded}); "
+            "give the names the recording uses"
+        )
+        raise GraphError(msg)
+    if not joint_names and len(recorded) != num_joints:
+        msg = (
+            f"the recorded states on '{topic}' name {len(recorded)} joints ({', '.join(recorded)}) and the "
+            f"scenario's arm has {num_joints}: pass joint_names:= the arm's {num_joints} joints among them, "
+            "in the arm's order"
+        )
+        raise GraphError(msg)
+    return plan
+
+
+def _player(graph: _Graph) -> NodeSpec:
+    """Return the player of a shadow run: the recorded arm topics into the graph's namespace; it ends the graph."""
+    assert graph.shadow is not None  # a replay's graph
+    topics = graph.shadow.topics
     recorder = int(bool(graph.record))
     wanted = {
         JOINT_STATES: int(graph.controller) + recorder + int(graph.values["extra_readers"]),
         TARGET: int(graph.controller) + recorder,
     }
     readers = {relative: wanted[relative] for _, relative in topics if relative in wanted}
-    arguments = [graph.shadow, "--topics", *(name for name, _ in topics), "--remap"]
+    arguments = [graph.replay, "--topics", *(name for name, _ in topics), "--remap"]
     arguments += [f"{name}:={relative}" for name, relative in topics]
     arguments += ["--rate", graph.values["replay_rate"], "--wait-for-subscribers"]
     arguments += [f"{topic}:={count}" for topic, count in readers.items()]
