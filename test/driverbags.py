@@ -232,6 +232,9 @@ def many_joints_names(count: int = 42) -> list[str]:
             f"{side}_wrist_roll_joint",
             f"{side}_gripper_joint",
             f"{side}_gripper_l_finger_joint",
+            f"{side}_gripper_r_finger_joint",
+            f"{side}_gripper_l_finger_tip_joint",
+            f"{side}_gripper_r_finger_tip_joint",
             f"{side}_gripper_motor_slider_joint",
         ]
     for corner in ("fl", "fr", "bl", "br"):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import skelarm
 from conftest import reference_run, scenario_file
+from driverbags import PRISMATIC_MANY, franka_ros1, many_joints, many_joints_names, servo_arm
 from matplotlib.patches import Circle
 from matplotlib.quiver import Quiver
 
@@ -121,7 +122,14 @@ def test_log_without_skeleton_takes_the_arm_from_scenario(tmp_path: Path, capsys
     assert "note: the log embeds no skeleton, so the arm and its tip path are not drawn; pass --scenario" in err
     assert "note: the log carries no task with a target (a scenario's [task]), so no target, tolerance ring" in err
     check_png(tmp_path / "bare.png")
-    assert titles(plot_log(load_log(path))) == ["Joint angles", "Joint torques"]
+    # Joints of unknown kind (no arm, no description) are drawn as recorded, not as angles and torques.
+    figure = plot_log(load_log(path))
+    assert titles(figure) == ["Joint positions", "Joint efforts"]
+    assert [ax.get_ylabel() for ax in figure.axes] == ["position (as recorded)", "effort (as recorded)"]
+    assert titles(plot_log(load_log(path), skeleton=skelarm.load_scenario(REACH).skeleton))[:2] == [
+        "Joint angles",
+        "Joint torques",
+    ]
     assert cli.main(["plot", str(path), "--scenario", str(REACH), "-o", str(tmp_path / "with.png")]) == 0
     assert "note:" not in capsys.readouterr().err  # the scenario gives both
     check_png(tmp_path / "with.png")
@@ -185,3 +193,97 @@ def test_draw_writes_the_image_and_returns_what_it_cannot_show(tmp_path: Path) -
 def test_missing_output_folder_is_named(reach_log: Path, tmp_path: Path, capsys) -> None:
     assert cli.main(["plot", str(reach_log), "-o", str(tmp_path / "nowhere" / "x.png")]) == 1
     assert "does not exist; create it" in capsys.readouterr().err
+
+
+# -- many joints, and joints of other kinds ---------------------------------------------------------------
+
+
+def drawn_without_warnings(figure, path: Path) -> None:
+    """Save the figure with every warning an error (constrained layout that gives up warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figure.savefig(path, dpi=60)
+
+
+def legends_fit(figure) -> None:
+    """Every legend lies inside the figure, whole."""
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    for ax in figure.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            extent = legend.get_window_extent(renderer)
+            assert box.x0 <= extent.x0 and extent.x1 <= box.x1 + 1 and box.y0 <= extent.y0 and extent.y1 <= box.y1 + 1
+
+
+def converted(tmp_path: Path, bag: Path) -> skelarm.StateLog:
+    from skelarm_ros.bags.bag_to_log import bag_to_log
+
+    out = tmp_path / f"{bag.name}.sklog.npz"
+    bag_to_log(bag, out)
+    return load_log(out)
+
+
+def test_a_robot_of_42_joints_is_drawn_in_readable_groups_each_joint_once_with_its_units(tmp_path: Path) -> None:
+    log = converted(tmp_path, many_joints(tmp_path / "pr2", count=42))
+    names = many_joints_names(42)
+    figure = plot_log(log, title="pr2")
+    drawn_without_warnings(figure, tmp_path / "pr2.png")
+    legends_fit(figure)
+    labelled: list[str] = []
+    for ax in figure.axes:
+        lines = [line for line in ax.lines if not line.get_label().startswith("_")]
+        assert len(lines) <= 8  # a group's colours stay apart
+        assert len({line.get_color() for line in lines}) == len(lines)
+        if ax.get_legend() is not None:
+            labelled += [text.get_text() for text in ax.get_legend().get_texts()]
+    assert sorted(labelled) == sorted(names)  # every joint named once, in the legend beside its row
+    by_label = {ax.get_ylabel(): ax for ax in figure.axes}
+    assert set(by_label) == {"position (m)", "force (N)", "joint angle (deg)", "torque (N*m)"}
+    sliding = [line.get_label() for ax in figure.axes if ax.get_ylabel() == "force (N)" for line in ax.lines]
+    assert sorted(sliding) == sorted(PRISMATIC_MANY)
+    image = matplotlib.image.imread(tmp_path / "pr2.png")
+    assert image.shape[0] > image.shape[1] * 0.8  # rows of groups, not one crowded panel
+
+
+def test_an_arm_with_gripper_fingers_shows_the_fingers_in_metres_and_newtons(tmp_path: Path) -> None:
+    log = converted(tmp_path, franka_ros1(tmp_path / "franka.bag", frames=30))
+    figure = plot_log(log)
+    drawn_without_warnings(figure, tmp_path / "franka.png")
+    labels = {ax.get_title(): ax.get_ylabel() for ax in figure.axes}
+    assert labels == {
+        "Joint angles (7 joints)": "joint angle (deg)",
+        "Joint torques (7 joints)": "torque (N*m)",
+        "Sliding joints: positions (2 joints)": "position (m)",
+        "Sliding joints: forces (2 joints)": "force (N)",
+    }
+    fingers = next(ax for ax in figure.axes if ax.get_ylabel() == "position (m)")
+    assert max(max(line.get_ydata()) for line in fingers.lines) < 0.05  # metres as recorded, not degrees
+
+
+def test_joints_of_unknown_kind_are_drawn_in_the_units_recorded(tmp_path: Path) -> None:
+    from skelarm_ros.bags.bag_to_log import bag_to_log
+
+    bag = servo_arm(tmp_path / "flight", frames=40)
+    out = tmp_path / "flight.sklog.npz"
+    bag_to_log(bag, out, joint_topic="/servo/out/state")
+    log = load_log(out)
+    figure = plot_log(log)
+    assert [ax.get_ylabel() for ax in figure.axes] == ["position (rad or m)", "effort (N*m or N)"]
+    q = log.channel("q")
+    assert figure.axes[0].lines[0].get_ydata() == pytest.approx(q[:, 0])  # not turned into degrees
+
+
+def test_a_comparison_of_42_joints_is_drawn_in_small_panels_with_a_legend_that_fits(tmp_path: Path) -> None:
+    from skelarm_ros.bags.efforts import Efforts, compare_commands
+    from skelarm_ros.cli.compare import plot_comparison
+
+    names = many_joints_names(42)
+    stamps = np.arange(50, dtype=np.int64) * 10_000_000
+    values = np.sin(np.arange(50)[:, None] * 0.1 + np.arange(42))
+    recorded = Efforts(tmp_path / "run", "/joint_commands", names, stamps, values)
+    shadow = Efforts(tmp_path / "shadow", "/joint_commands", names, stamps, values + 0.01 * np.arange(42))
+    figure = plot_comparison(recorded, shadow, compare_commands(recorded, shadow))
+    drawn_without_warnings(figure, tmp_path / "compare.png")
+    legends_fit(figure)
+    assert sorted(ax.get_title() for ax in figure.axes if ax.get_title()) == sorted(names)

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import skelarm
@@ -150,30 +152,107 @@ def _draw_plane(
     return tips
 
 
-def _draw_series(ax: Axes, t: NDArray[np.float64], values: NDArray[np.float64], names: list[str], **style: Any) -> None:
-    for k, name in enumerate(names):
-        ax.plot(t, values[:, k], color=f"C{k % 10}", label=name, **style)
+GROUP = 8
+"""Joints drawn in one panel at most (their colours stay apart, their legend fits beside the panel)."""
 
 
-def _draw_angles(
-    ax: Axes, t: NDArray[np.float64], q: NDArray[np.float64], q_ref: NDArray[np.float64] | None, joints: list[str]
+@dataclass(frozen=True)
+class JointKind:
+    """How the joints of one kind are drawn: titles, axis labels, and the position's conversion."""
+
+    positions: str
+    position_label: str
+    efforts: str
+    effort_label: str
+    degrees: bool = False
+
+
+def _kinds(log: skelarm.StateLog) -> dict[str, JointKind]:
+    """Return how joints of each kind are drawn; those of unknown kind in the units the log records."""
+    meta = log.channel_meta
+    q_unit = meta.get("q", {}).get("unit") or "as recorded"
+    tau_unit = meta.get("tau", {}).get("unit") or "as recorded"
+    return {
+        "revolute": JointKind("Joint angles", "joint angle (deg)", "Joint torques", "torque (N*m)", degrees=True),
+        "prismatic": JointKind("Sliding joints: positions", "position (m)", "Sliding joints: forces", "force (N)"),
+        "unknown": JointKind("Joint positions", f"position ({q_unit})", "Joint efforts", f"effort ({tau_unit})"),
+    }
+
+
+@dataclass(frozen=True)
+class JointGroup:
+    """Joints drawn together: one kind, at most :data:`GROUP` of them.
+
+    Attributes
+    ----------
+    kind : str
+        ``revolute``, ``prismatic`` or ``unknown``.
+    columns : list[int]
+        Their columns in ``q`` and ``tau``.
+    names : list[str]
+        Their names.
+    """
+
+    kind: str
+    columns: list[int]
+    names: list[str]
+
+
+def joint_groups(log: skelarm.StateLog, joints: list[str], skeleton: skelarm.Skeleton | None) -> list[JointGroup]:
+    """Group a log's joints by kind, in panels of at most :data:`GROUP` (as even as they go).
+
+    A joint's kind is known from the arm (every joint of a skelarm arm is revolute) or
+    from the description the log was converted with (``extra.joint_kinds``: revolute and
+    continuous joints turn, prismatic ones slide); any other is of unknown kind.
+    """
+    recorded = log.extra.get("joint_kinds")
+    kinds = recorded if isinstance(recorded, dict) else {}
+    turning = skeleton is not None and skeleton.num_joints == len(joints)
+
+    def kind(name: str) -> str:
+        if turning or kinds.get(name) in ("revolute", "continuous"):
+            return "revolute"
+        return "prismatic" if kinds.get(name) == "prismatic" else "unknown"
+
+    by_kind: dict[str, list[int]] = {}
+    for column, name in enumerate(joints):
+        by_kind.setdefault(kind(name), []).append(column)
+    groups = []
+    for name, columns in by_kind.items():
+        parts = math.ceil(len(columns) / GROUP)
+        for chunk in np.array_split(np.asarray(columns), parts):
+            groups.append(JointGroup(name, chunk.tolist(), [joints[k] for k in chunk.tolist()]))
+    return groups
+
+
+def _draw_positions(
+    ax: Axes,
+    t: NDArray[np.float64],
+    q: NDArray[np.float64],
+    q_ref: NDArray[np.float64] | None,
+    *,
+    group: JointGroup,
+    kind: JointKind,
 ) -> None:
-    _draw_series(ax, t, np.rad2deg(q), joints)
+    convert = np.rad2deg if kind.degrees else np.asarray
+    for k, (column, name) in enumerate(zip(group.columns, group.names, strict=True)):
+        ax.plot(t, convert(q[:, column]), color=f"C{k}", label=name)
     if q_ref is not None and q_ref.shape == q.shape:
-        _draw_series(ax, t, np.rad2deg(q_ref), [f"{name} ref" for name in joints], ls="--", lw=0.9)
-    ax.set_ylabel("joint angle (deg)")
-    ax.set_title("Joint angles")
+        for k, column in enumerate(group.columns):
+            ax.plot(t, convert(q_ref[:, column]), color=f"C{k}", ls="--", lw=0.9)
+        ax.plot([], [], color="gray", ls="--", lw=0.9, label="reference (dashed)")
+    ax.set_ylabel(kind.position_label)
 
 
-def _draw_torques(
-    ax: Axes, t: NDArray[np.float64], tau: NDArray[np.float64] | None, width: int, joints: list[str]
+def _draw_efforts(
+    ax: Axes, t: NDArray[np.float64], tau: NDArray[np.float64] | None, width: int, *, group: JointGroup, kind: JointKind
 ) -> None:
     if tau is not None and tau.shape[1] == width:
-        _draw_series(ax, t, tau, joints)
+        for k, (column, name) in enumerate(zip(group.columns, group.names, strict=True)):
+            ax.plot(t, tau[:, column], color=f"C{k}", label=name)
     else:
-        ax.text(0.5, 0.5, "no torque recorded", ha="center", va="center", transform=ax.transAxes)
-    ax.set_ylabel("torque (N*m)")
-    ax.set_title("Joint torques")
+        ax.text(0.5, 0.5, "no effort recorded", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel(kind.effort_label)
 
 
 def _draw_force(ax: Axes, t: NDArray[np.float64], force: NDArray[np.float64], columns: list[str]) -> None:
@@ -194,14 +273,45 @@ def _draw_distance(ax: Axes, t: NDArray[np.float64], tips: NDArray[np.float64], 
     ax.set_title("Tip distance to the target")
 
 
-def _finish_axes(axes: list[Axes]) -> None:
-    """Grid and legend on every panel; the time axis labelled on the last only."""
+def _finish_axes(axes: list[Axes], bottom: list[Axes], legends: list[Axes]) -> None:
+    """Grid on every panel, a legend beside those in ``legends``; the time axis labelled on the ``bottom`` ones only."""
     for ax in axes:
         ax.grid(True, alpha=0.4)
+        if ax in bottom:
+            ax.set_xlabel("time (s)")
+        else:
+            ax.tick_params(labelbottom=False)
+    for ax in legends:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", borderaxespad=0.0)
-    axes[-1].set_xlabel("time (s)")
-    for ax in axes[:-1]:
-        ax.tick_params(labelbottom=False)
+
+
+class _Layout:
+    """The panels of a run's figure.
+
+    With one group of joints: the positions above the efforts above the lower panel
+    (force or distance), the plane on the left. With several: a row per group, its
+    positions beside its efforts (one legend per row: the two share their colours), the
+    lower panel under them across both, the plane on the left.
+    """
+
+    def __init__(self, groups: int, *, plane: bool, lower: bool) -> None:
+        stacked = groups == 1
+        rows = (2 if stacked else groups) + int(lower)
+        width = (13.0 if plane else 8.0) if stacked else (17.0 if plane else 12.0)
+        self.figure = agg_figure(width, 7.5 if stacked else 2.4 * rows + 1.0)
+        first = 1 if plane else 0
+        ratios = ([1.1] if plane else []) + ([1.0] if stacked else [1.0, 1.0])
+        grid = self.figure.add_gridspec(rows, len(ratios), width_ratios=ratios)
+        top = self.figure.add_subplot(grid[0, first])
+        cell = [(0, first), (1, first)] if stacked else [(g, first + side) for g in range(groups) for side in (0, 1)]
+        axes = [top] + [self.figure.add_subplot(grid[r, c], sharex=top) for r, c in cell[1:]]
+        self.joint_axes = list(zip(axes[::2], axes[1::2], strict=True))
+        self.lower = self.figure.add_subplot(grid[rows - 1, first:], sharex=top) if lower else None
+        self.plane = self.figure.add_subplot(grid[:, 0]) if plane else None
+        self.series = axes + ([self.lower] if self.lower is not None else [])
+        self.bottom = [self.lower] if self.lower is not None else list(self.joint_axes[-1][1 if stacked else 0 :])
+        labelled = axes if stacked else [effort for _, effort in self.joint_axes]
+        self.legends = labelled + ([self.lower] if self.lower is not None else [])
 
 
 def plot_log(
@@ -235,34 +345,34 @@ def plot_log(
     assert q is not None  # load_log checked it
     tau = _matrix(log, "tau")
     force = _matrix(log, "ext_force")
-    q_ref = _matrix(log, "q_ref")
     joints = _columns(log, "q", q.shape[1], "j")
     plane = skeleton is not None and skeleton.num_joints == q.shape[1]
     active = [goal for goal in goals if goal.active]
     lower = "force" if force is not None else ("distance" if plane and active else None)
-    rows = 3 if lower else 2
-    figure = agg_figure(*((13.0, 7.5) if plane else (8.0, 7.5)))
-    grid = figure.add_gridspec(rows, 2 if plane else 1, width_ratios=[1.1, 1.0] if plane else None)
-    column = 1 if plane else 0
-    angle_ax = figure.add_subplot(grid[0, column])
-    axes = [angle_ax] + [figure.add_subplot(grid[row, column], sharex=angle_ax) for row in range(1, rows)]
-
-    _draw_angles(angle_ax, t, q, q_ref, joints)
-    _draw_torques(axes[1], t, tau, q.shape[1], joints)
+    groups = joint_groups(log, joints, skeleton)
+    layout = _Layout(len(groups), plane=plane, lower=lower is not None)
+    kinds = _kinds(log)
+    q_ref = _matrix(log, "q_ref")
+    for group, (position_ax, effort_ax) in zip(groups, layout.joint_axes, strict=True):
+        kind = kinds[group.kind]
+        _draw_positions(position_ax, t, q, q_ref, group=group, kind=kind)
+        _draw_efforts(effort_ax, t, tau, q.shape[1], group=group, kind=kind)
+        many = f" ({len(group.names)} joints)" if len(groups) > 1 else ""
+        position_ax.set_title(kind.positions + many)
+        effort_ax.set_title(kind.efforts + many)
     tips = None
     if plane:
-        assert skeleton is not None
+        assert skeleton is not None and layout.plane is not None
         equilibrium = _matrix(log, "equilibrium")
-        tips = _draw_plane(
-            figure.add_subplot(grid[:, 0]), skeleton, q, goals=goals, equilibrium=equilibrium, force=force
-        )
+        tips = _draw_plane(layout.plane, skeleton, q, goals=goals, equilibrium=equilibrium, force=force)
     if lower == "force":
-        assert force is not None
-        _draw_force(axes[2], t, force, _columns(log, "ext_force", force.shape[1], "f"))
+        assert force is not None and layout.lower is not None
+        _draw_force(layout.lower, t, force, _columns(log, "ext_force", force.shape[1], "f"))
     elif lower == "distance":
-        assert tips is not None
-        _draw_distance(axes[2], t, tips, active[0])
-    _finish_axes(axes)
+        assert tips is not None and layout.lower is not None
+        _draw_distance(layout.lower, t, tips, active[0])
+    _finish_axes(layout.series, layout.bottom, layout.legends)
+    figure = layout.figure
     producer = log.producer or "unknown producer"
     heading = f"{title}: {producer}" if title else producer
     figure.suptitle(f"{heading}, {len(log)} frames over {t[-1] - t[0]:.3g} s")
