@@ -54,6 +54,9 @@ MARKER_ARRAY_TYPE = "visualization_msgs/msg/MarkerArray"
 
 BASE_FRAME = "base"
 NANOSECONDS = 1_000_000_000
+WALL_CLOCK_NS = 100_000_000 * NANOSECONDS
+"""Header stamps before this (1973) are simulated time (a simulator's clock starts at 0), not the wall clock:
+a zero stamp among them is the first instant, not an unset one."""
 
 # -- commands -------------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from skelarm_ros.interface import (
     JOINT_STATE_TYPE,
     NANOSECONDS,
     POINT_TYPE,
+    WALL_CLOCK_NS,
 )
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ if TYPE_CHECKING:
     from skelarm_ros.bags.bag_to_log.topics import TopicPlan
 
 _RESERVED = ("time", "q", "dq", "tau", "ext_force")
-
-
-# Header stamps before 1973 are simulated time (a simulator's clock starts at 0), not the wall clock.
-WALL_CLOCK_NS = 100_000_000 * NANOSECONDS
 
 
 def resolve_times(stamps: NDArray[np.int64], logs: NDArray[np.int64], header: bool) -> tuple[NDArray[np.int64], int]:
