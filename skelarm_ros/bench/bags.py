@@ -10,7 +10,7 @@ the log); the ratio of their rates is the target (>= 70 %). ``bag_to_log`` is al
 timed with its joint-state layout reader off, as for a bag whose JointState
 definition is not the standard one (every message through rosbags' decoder). Peak memory of
 ``bag_to_log`` is measured with tracemalloc in a subprocess and compared with the
-output arrays' size (target < 3x).
+output arrays' size (target < 3x). ``bag_info`` reading the same bag is timed beside them.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ print(json.dumps({"peak": peak, "arrays": sum(a.nbytes for a in arrays.values())
 def run(quick: bool = False) -> None:
     """Print throughput ratios and the peak-memory ratio."""
     from skelarm_ros.bags.bag_to_log import bag_to_log
+    from skelarm_ros.bags.info import bag_info
     from skelarm_ros.bags.reader import Bag
 
     count = 10_000 if quick else 100_000
@@ -103,6 +104,14 @@ def run(quick: bool = False) -> None:
                 f"{storage:8s} {count} msgs: rosbags raw {raw:9.0f} msgs/s, bag_to_log {ours:9.0f} msgs/s, "
                 f"ratio {ours / raw:5.1%} (target >= 70%); every message through rosbags' decoder "
                 f"{generic:9.0f} msgs/s, {generic / raw:5.1%}",
+                flush=True,
+            )
+            start = time.perf_counter()
+            bag_info(bag)
+            info = count / (time.perf_counter() - start)
+            print(
+                f"{storage:8s} {count} msgs: bag_info {info:9.0f} msgs/s, {info / raw:5.1%} of rosbags raw "
+                "(every message read, the joint states' values folded in)",
                 flush=True,
             )
             result = subprocess.run(
