@@ -240,6 +240,61 @@ def exit_quietly(code: int) -> int:
     return code
 
 
+INSTALLED_SCRIPT = """\
+{shebang}
+# `ros2 run skelarm_ros {name}`, written by skelarm_ros's setup.py: it enters skelarm_ros.startup before
+# anything else runs. Until the start-up takes them over, SIGINT and SIGTERM end the process at once with
+# exit code {code}; Python runs this file without its site step (-S on the first line) so that no library
+# starts before these lines, which then add the site folders themselves.
+import _signal
+import posix
+
+_signal.signal(_signal.SIGINT, lambda _signum, _frame: posix._exit({code}))
+_signal.signal(_signal.SIGTERM, lambda _signum, _frame: posix._exit({code}))
+import sys
+
+if sys.flags.no_site:
+    import site
+
+    site.main()
+from skelarm_ros.startup import {name}
+
+sys.exit({name}())
+"""
+
+
+def installed_script(name: str, shebang: str) -> str:
+    """Return the text of the executable ``name`` that a ROS 2 build installs in ``lib/skelarm_ros/``.
+
+    setuptools' own console scripts import ``importlib.metadata`` and search every folder of the
+    Python path for the package's entry points first (a tenth of a second and more, in which a
+    signal ends the process with a traceback); this one takes SIGINT and SIGTERM on its first
+    lines and then enters this module. Where the interpreter line names the interpreter alone,
+    ``-S`` is added to it, so that not even Python's site step (its ``.pth`` files) runs before the
+    signals are taken; the script then runs that step itself.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`EXECUTABLES`.
+    shebang : str
+        The interpreter line setuptools wrote (``#!/usr/bin/python3``).
+
+    Returns
+    -------
+    str
+        The script's text.
+    """
+    if name not in EXECUTABLES:
+        msg = f"unknown executable {name!r}; the executables are {', '.join(EXECUTABLES)}"
+        raise ValueError(msg)
+    line = shebang.strip()
+    if line.startswith("#!") and len(line.split()) == 1:
+        line += " -S"
+    code = NODE_STOPPED if name in NODES else TOOL_INTERRUPTED
+    return INSTALLED_SCRIPT.format(shebang=line, name=name, code=code)
+
+
 def _console_script(name: str) -> Callable[[], int]:
     def main() -> int:
         console_program()
