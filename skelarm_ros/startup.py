@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import signal
 import sys
@@ -189,6 +190,50 @@ def load(target: str) -> Callable[[], int | None]:
     return function
 
 
+NUMPY_NEEDED = 2
+"""The numpy major version skelarm needs at least (its metadata asks for ``numpy>=2.0.0``)."""
+
+
+def numpy_found() -> tuple[str, str] | None:
+    """Return the version and folder of the numpy that ``import numpy`` would load, without importing it.
+
+    The version is read from the distribution's metadata folder beside the package folder
+    (``numpy-2.2.4.dist-info`` as pip installs it, ``numpy-1.26.4.egg-info`` as Debian and
+    Ubuntu do); ``None`` where there is no numpy or no such folder.
+    """
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = next(iter(spec.submodule_search_locations))
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir(os.path.dirname(folder))):
+            name, _, rest = entry.partition("-")
+            if name.lower() == "numpy" and rest.endswith((".dist-info", ".egg-info")):
+                return rest.rsplit(".", 1)[0].split("-")[0], folder
+    return None
+
+
+def numpy_refusal() -> str | None:
+    """Return the sentence that refuses to start with a numpy older than skelarm needs, or ``None``.
+
+    Checked before any program of the package imports numpy: with an older one, skelarm fails
+    somewhere inside its own import instead.
+    """
+    found = numpy_found()
+    if found is None:
+        return None
+    version, folder = found
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) >= NUMPY_NEEDED:
+        return None
+    fix = f"{sys.executable} -m pip install 'numpy>={NUMPY_NEEDED}'"
+    return (
+        f"numpy {version} (in {folder}) is older than the numpy {NUMPY_NEEDED} skelarm needs; install numpy>="
+        f"{NUMPY_NEEDED} where this Python finds it first ({fix} in a virtual environment; a ROS 2 distribution's "
+        "own numpy stays as it is, see the README)"
+    )
+
+
 def start(name: str, argv: list[str] | None = None) -> int:
     """Start the executable ``name`` with ``argv`` (``sys.argv[1:]`` when ``None``) and return its exit code.
 
@@ -201,6 +246,10 @@ def start(name: str, argv: list[str] | None = None) -> int:
     """
     node = name in NODES
     with quiet_start(NODE_STOPPED if node else TOOL_INTERRUPTED):
+        refusal = numpy_refusal()
+        if refusal is not None:
+            print(f"{name}: {refusal}", file=sys.stderr)
+            return 1
         function = load(EXECUTABLES[name])
         sys.argv = [name, *(sys.argv[1:] if argv is None else argv)]
         if node:

@@ -161,3 +161,35 @@ def test_an_installed_tool_runs_with_the_site_folders_and_its_arguments(tmp_path
     done = run_installed(installed(tmp_path, "bag_to_log"), "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: bag_to_log ")
+
+
+def test_numpy_found_is_the_numpy_that_imports() -> None:
+    import numpy
+
+    assert startup.numpy_found() == (numpy.__version__, str(Path(numpy.__file__).parent))
+    assert startup.numpy_refusal() is None
+
+
+def test_the_numpy_needed_is_skelarms_requirement() -> None:
+    import importlib.metadata
+    import re
+
+    (wanted,) = [r for r in importlib.metadata.requires("skelarm") or [] if re.match(r"numpy\b", r)]
+    assert re.fullmatch(r"numpy>=(\d+)(\.\d+)*", wanted.replace(" ", "")), wanted
+    assert int(wanted.split(">=")[1].split(".")[0]) == startup.NUMPY_NEEDED
+
+
+@pytest.mark.parametrize("metadata", ["numpy-1.26.4.egg-info", "numpy-1.26.4.dist-info"])
+def test_a_numpy_older_than_2_is_refused_in_one_sentence_before_it_is_imported(tmp_path: Path, metadata: str) -> None:
+    # Ubuntu 24.04's numpy, found first: it would fail inside skelarm's import; the stand-in fails if imported.
+    old = tmp_path / "old"
+    (old / "numpy").mkdir(parents=True)
+    (old / "numpy" / "__init__.py").write_text("raise ImportError('the stand-in numpy was imported')\n")
+    (old / metadata).mkdir()
+    done = run_installed(installed(tmp_path, "simulator"), pythonpath=old)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"simulator: numpy 1.26.4 (in {old / 'numpy'}) is older than the numpy 2 skelarm needs; install numpy>=2 "
+        f"where this Python finds it first ({sys.executable} -m pip install 'numpy>=2' in a virtual environment; "
+        "a ROS 2 distribution's own numpy stays as it is, see the README)\n"
+    )
