@@ -397,9 +397,9 @@ def test_launch_file_refuses_an_unknown_argument_with_the_launchers_sentence():
     # What launch and launch_ros keep in the launch configurations themselves is no argument.
     own = {"ros_namespace": "/lab", "ros_remaps": "", "global_params": "", "emulate_tty": "true", "launch-prefix": ""}
     assert [type(action).__name__ for action in module.graph_actions(launch_context(own))] == [
-        "Node",
-        "RegisterEventHandler",
-    ] * 2
+        "RegisterEventHandler",  # on shutdown
+        *["Node", "RegisterEventHandler", "RegisterEventHandler"] * 2,  # each node, its start and exit handlers
+    ]
 
 
 class _Records(logging.Handler):
