@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,14 @@ SOURCES = ("package.xml", "setup.py", "setup.cfg", "resource", "skelarm_ros", "c
 pytestmark = pytest.mark.slow
 
 
-def colcon_build(workspace: Path, *options: str) -> Path:
-    """Build the package from a copy of the checkout in ``workspace`` and return its install prefix."""
+def colcon_build(
+    workspace: Path, *options: str, colcon: Sequence[str] = (str(COLCON),), env: dict[str, str] | None = None
+) -> Path:
+    """Build the package from a copy of the checkout in ``workspace`` and return its install prefix.
+
+    ``colcon`` is the command that runs colcon (``python -m colcon`` runs it, and so ``setup.py``, with that
+    Python), ``env`` its environment (this process's, with colcon's folder first on ``PATH``, when ``None``).
+    """
     if not COLCON.exists():
         pytest.skip(f"colcon is not installed at {COLCON}")
     package = workspace / "src" / "skelarm_ros"
@@ -34,10 +41,11 @@ def colcon_build(workspace: Path, *options: str) -> Path:
             shutil.copytree(source, package / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif source.exists():
             shutil.copy2(source, package / name)
-    env = dict(os.environ)
-    env["PATH"] = f"{COLCON.parent}{os.pathsep}{env.get('PATH', '')}"
+    if env is None:
+        env = dict(os.environ)
+        env["PATH"] = f"{COLCON.parent}{os.pathsep}{env.get('PATH', '')}"
     result = subprocess.run(
-        [str(COLCON), "build", "--base-paths", "src", "--event-handlers", "console_direct-", *options],
+        [*colcon, "build", "--base-paths", "src", "--event-handlers", "console_direct-", *options],
         cwd=workspace,
         env=env,
         capture_output=True,

@@ -53,7 +53,7 @@ class Launch:
     command : Sequence[str], optional
         The launcher's command line before the arguments.
     **popen
-        Further ``subprocess.Popen`` options (``stdin``, default none; ``start_new_session``).
+        Further ``subprocess.Popen`` options (``stdin``, default none; ``env``, default this process's; ...).
     """
 
     started = STARTED  # the line that gives a started node's label and pid
@@ -63,8 +63,7 @@ class Launch:
             [*command, *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=dict(os.environ),
-            **{"stdin": subprocess.DEVNULL, **popen},
+            **{"stdin": subprocess.DEVNULL, "env": dict(os.environ), **popen},
         )
         self.lines: list[str] = []
         self._news = threading.Condition()  # notified on each line and at the end of the output
