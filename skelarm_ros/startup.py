@@ -199,18 +199,19 @@ def numpy_found() -> tuple[str, str] | None:
 
     The version is read from the distribution's metadata folder beside the package folder
     (``numpy-2.2.4.dist-info`` as pip installs it, ``numpy-1.26.4.egg-info`` as Debian and
-    Ubuntu do); ``None`` where there is no numpy or no such folder.
+    Ubuntu do); ``None`` where there is no numpy, no such folder, or more than one version.
     """
     spec = importlib.util.find_spec("numpy")
     if spec is None or not spec.submodule_search_locations:
         return None
     folder = next(iter(spec.submodule_search_locations))
+    versions = set()
     with contextlib.suppress(OSError):
-        for entry in sorted(os.listdir(os.path.dirname(folder))):
+        for entry in os.listdir(os.path.dirname(folder)):
             name, _, rest = entry.partition("-")
             if name.lower() == "numpy" and rest.endswith((".dist-info", ".egg-info")):
-                return rest.rsplit(".", 1)[0].split("-")[0], folder
-    return None
+                versions.add(rest.rsplit(".", 1)[0].split("-")[0])
+    return (versions.pop(), folder) if len(versions) == 1 else None
 
 
 def numpy_refusal() -> str | None:

@@ -170,6 +170,17 @@ def test_numpy_found_is_the_numpy_that_imports() -> None:
     assert startup.numpy_refusal() is None
 
 
+def test_numpy_found_takes_no_version_where_the_metadata_disagrees(tmp_path: Path, monkeypatch) -> None:
+    for entry in ("numpy", "numpy-1.26.4.dist-info", "numpy-2.2.4.dist-info"):  # a stale folder beside
+        (tmp_path / entry).mkdir()
+    (tmp_path / "numpy" / "__init__.py").touch()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "numpy", raising=False)
+    assert startup.numpy_found() is None
+    (tmp_path / "numpy-2.2.4.dist-info").rmdir()
+    assert startup.numpy_found() == ("1.26.4", str(tmp_path / "numpy"))
+
+
 def test_the_numpy_needed_is_skelarms_requirement() -> None:
     import importlib.metadata
     import re
