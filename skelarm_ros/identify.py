@@ -45,6 +45,7 @@ from skelarm_ros.identification.regressor import (
     TERM_UNITS,
     BaseFit,
     applied_torque,
+    check_count,
     fit,
     structure,
 )
@@ -375,6 +376,8 @@ def identify(
     prior_drive = prior_setup.drive if prior_setup is not None else None
     checks.check_torque(recordings)
     samples = merge([align(recording) for recording in recordings])
+    arm = structure(geometry, grav_vec, terms=terms, drive=prior_drive)
+    check_count(arm, samples)
     assessment = checks.assess(recordings, samples.step)
     checks.check_motion(assessment)
     checks.check_rate(assessment)
@@ -383,8 +386,7 @@ def identify(
     if cutoff is None:
         chosen, why = checks.choose_cutoff(assessment)
     else:
-        chosen, why = cutoff, f"zero-phase 4th-order Butterworth at {cutoff:g} Hz on torques and regressor alike (--filter)"
-    arm = structure(geometry, grav_vec, terms=terms, drive=prior_drive)
+        chosen, why = cutoff, f"zero-phase 4th-order Butterworth at {cutoff:g} Hz on torques and regressor alike"
     base = fit(arm, samples, geometry, cutoff=chosen)
     params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior_drive, terms=arm.terms)
     first = recordings[0].q[np.isfinite(recordings[0].q).all(axis=1)]
@@ -456,7 +458,7 @@ def report_lines(result: Result) -> list[str]:
     lines = [
         f"data: {f.samples} samples of {len(result.joints)} joints {result.joints} from {s.frames} frames "
         f"({s.dropped} steps dropped as NaN or masked, {s.gaps} at gaps in the recording"
-        + (f", {f.filtered_out} too short to filter" if f.filtered_out else "")
+        + (f", {f.filtered_out} at the ends of filtered runs" if f.filtered_out else "")
         + f"), step {s.step:.6g} s{'' if s.uniform else ' (not uniform)'}",
         *(f"torque: {effort}" for effort in dict.fromkeys(result.efforts)),
     ]

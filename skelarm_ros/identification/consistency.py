@@ -61,6 +61,7 @@ _MIN_MASS = 1e-3  # kg, the mass scale of a prior link without mass
 _SOLVER_TOLERANCE = 1e-11
 _FALLBACK_WEIGHT = 1e-6  # the prior's pull against the torque misfit when the base parameters cannot be kept
 _FRICTION_ROW_TOL = 1e-9  # a mapping entry below this is zero
+_ROUNDING = 1e-9  # of a term's scale: a negative armature or friction this small is zero
 _EXTRA_SCALE = 1e-6  # the least scale of an armature, friction or offset in the prior's pull
 _PREFIX_TERM = {prefix: term for term, prefix in TERM_KEYS.items()}
 _LINEAR_PER_LINK = 5
@@ -238,18 +239,20 @@ def _variables(fit: BaseFit, prior: skelarm.Skeleton, drive: JointDrive, bounds:
 
 
 def _constraints(
-    bounds: Sequence[LinkBounds], size: int, non_negative: Sequence[int] = ()
+    bounds: Sequence[LinkBounds], size: int, non_negative: Sequence[int] = (), slack: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[NDArray[np.float64], NDArray[np.float64]]]]:
     """Linear ``G theta <= h`` and, per link, the cone ``(a - A theta)`` in the second-order cone.
 
     ``size`` is the number of unknowns (``4 N`` planar ones, then the per-joint terms);
-    the ``non_negative`` ones are kept at zero or above.
+    the ``non_negative`` ones are kept at or above minus their ``slack`` (rounding; the
+    twin then takes zero).
     """
     n = len(bounds)
     linear = np.zeros((_LINEAR_PER_LINK * n + len(non_negative), size))
     upper = np.zeros(_LINEAR_PER_LINK * n + len(non_negative))
     for row, index in enumerate(non_negative, start=_LINEAR_PER_LINK * n):
         linear[row, index] = -1.0
+        upper[row] = 0.0 if slack is None else float(slack[index])
     cones = []
     for k, b in enumerate(bounds):
         m, mx, my, izz = (4 * k + offset for offset in range(4))
@@ -292,14 +295,17 @@ def _solve_cone_qp(
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result: dict[str, Any] = solvers.coneqp(
-            cvxopt.matrix(0.5 * (quadratic + quadratic.T)),
-            cvxopt.matrix(linear_term),
-            cvxopt.matrix(g),
-            cvxopt.matrix(h),
-            dims,
-            options=options,
-        )
+        try:
+            result: dict[str, Any] = solvers.coneqp(
+                cvxopt.matrix(0.5 * (quadratic + quadratic.T)),
+                cvxopt.matrix(linear_term),
+                cvxopt.matrix(g),
+                cvxopt.matrix(h),
+                dims,
+                options=options,
+            )
+        except (ValueError, ArithmeticError):  # cvxopt's "domain error" and singular KKT systems
+            return None
     if result["status"] != "optimal" and result.get("primal infeasibility", 1.0) > 1e-6:
         return None
     return np.array(result["x"], dtype=np.float64).reshape(-1)
@@ -338,7 +344,8 @@ def _exact(
     offset = values - mapping @ variables.prior
     particular = np.linalg.lstsq(scaled, offset, rcond=None)[0]
     basis = null_space(scaled)
-    g_lin, h_lin, cones = _constraints(bounds, len(variables.names), variables.non_negative)
+    slack = _ROUNDING * np.maximum(scale, 1e-3)
+    g_lin, h_lin, cones = _constraints(bounds, len(variables.names), variables.non_negative, slack)
     h_lin = h_lin - g_lin @ variables.prior
     g_lin = g_lin * scale
     cones = [(a - c @ variables.prior, c * scale) for a, c in cones]

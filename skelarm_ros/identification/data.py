@@ -690,7 +690,7 @@ def align(recording: Recording) -> Samples:
     )
 
 
-_STEPPED_TOLERANCE = 1e-9  # relative: how exactly q_{k+1} - q_k = h dq_{k+1} holds on semi-implicit Euler steps
+_STEPPED_SHARE = 0.25  # the weight of dq_k in q_{k+1} - q_k below which frames are semi-implicit Euler steps
 
 
 def semi_implicit(time: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray[np.float64]) -> bool:
@@ -698,16 +698,35 @@ def semi_implicit(time: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray
 
     Then the forward difference of the velocity is exactly the acceleration at the
     step's start state; on a continuous motion it is the mean over the step, which
-    belongs to the step's midpoint.
+    belongs to the step's midpoint. The two are told apart by least squares of
+    ``(q_{k+1} - q_k) / h = a dq_k + b dq_{k+1}`` over every joint and regular step:
+    ``a = 0, b = 1`` for Euler steps, ``a = b = 1/2`` for a continuous motion (the
+    trapezoid rule). The three series are low-passed alike first (at a tenth of the
+    Nyquist frequency; the relation is linear, so it holds filtered too), so velocity
+    noise does not blur the small difference between ``dq_k`` and ``dq_{k+1}``.
     """
-    h = np.diff(time)[:, np.newaxis]
-    change = q[1:] - q[:-1]
-    predicted = h * dq[1:]
-    both = np.isfinite(change) & np.isfinite(predicted)
-    if not np.any(both):
+    steps = np.diff(time)
+    regular = (steps > 0.0) & (steps <= GAP_FACTOR * float(np.median(steps)))
+    rate = (q[1:] - q[:-1]) / steps[:, np.newaxis]
+    before, after = dq[:-1], dq[1:]
+    rows = np.isfinite(rate).all(axis=1) & np.isfinite(before).all(axis=1) & np.isfinite(after).all(axis=1) & regular
+    if np.count_nonzero(rows) < 4 * _STEPPED_PAD:
         return False
-    scale = max(float(np.max(np.abs(change[both]))), 1e-300)
-    return bool(np.max(np.abs(change[both] - predicted[both])) <= _STEPPED_TOLERANCE * scale)
+    segment = np.cumsum(~rows)[rows].astype(np.int64)
+    step = float(np.median(steps[rows]))
+    series = np.stack([rate[rows], before[rows], after[rows]], axis=-1)
+    smooth = lowpass(series, segment, _STEPPED_CUTOFF / step, step)
+    keep = np.isfinite(smooth).all(axis=(1, 2))
+    if np.count_nonzero(keep) < 4 * _STEPPED_PAD:
+        return False
+    smooth = smooth[keep]
+    design = np.column_stack([smooth[:, :, 1].reshape(-1), smooth[:, :, 2].reshape(-1)])
+    weights, *_ = np.linalg.lstsq(design, smooth[:, :, 0].reshape(-1), rcond=None)
+    return bool(weights[0] < _STEPPED_SHARE)
+
+
+_STEPPED_CUTOFF = 0.05  # of the sampling rate: the low-pass before telling Euler steps from a continuous motion
+_STEPPED_PAD = 27  # sosfiltfilt's padding of a 4th-order filter
 
 
 def merge(parts: Sequence[Samples]) -> Samples:
@@ -765,7 +784,9 @@ def lowpass(values: NDArray[np.float64], segment: NDArray[np.int64], cutoff: flo
     Returns
     -------
     NDArray
-        The filtered values (same shape); samples of segments too short to filter are NaN.
+        The filtered values (same shape); NaN for the first and last ``1 / cutoff``
+        seconds of each segment (where the filter's edge transients carry the noise of
+        the edge samples far into the segment) and for segments too short to filter.
     """
     from scipy.signal import butter, sosfiltfilt
 
@@ -774,10 +795,14 @@ def lowpass(values: NDArray[np.float64], segment: NDArray[np.int64], cutoff: flo
     starts = np.flatnonzero(np.diff(segment, prepend=segment[:1] - 1))
     ends = [*starts[1:].tolist(), len(segment)]
     pad = 3 * (2 * len(sos) + 1)  # sosfiltfilt's default padding
+    trim = math.ceil(EDGE_PERIODS / (cutoff * step))
     for start, end in zip(starts.tolist(), ends, strict=True):
-        if end - start > pad:
-            out[start:end] = sosfiltfilt(sos, values[start:end], axis=0)
+        if end - start > max(pad, 2 * trim + 1):
+            out[start + trim : end - trim] = sosfiltfilt(sos, values[start:end], axis=0)[trim : end - start - trim]
     return out
+
+
+EDGE_PERIODS = 1.0  # periods of the cut-off left out at each end of a filtered segment
 
 
 def check_cutoff(cutoff: float, step: float) -> None:

@@ -438,6 +438,24 @@ def _unexcited(reduced: NDArray[np.float64], base_columns: Sequence[int], names:
     return picked
 
 
+def check_count(arm: Structure, samples: Samples) -> int:
+    """Refuse too few samples for the parameters; return the least number of samples.
+
+    Raises
+    ------
+    IdentificationError
+        With the count, how many were dropped and how many are needed.
+    """
+    minimum = math.ceil(SAMPLES_PER_PARAMETER * len(arm.params_r) / arm.num_joints)
+    if len(samples) < minimum:
+        msg = (
+            f"too few samples: {len(samples)} usable steps ({samples.dropped} dropped as NaN or masked) for "
+            f"{len(arm.params_r)} parameters; record at least {minimum} steps of an exciting run"
+        )
+        raise IdentificationError(msg)
+    return minimum
+
+
 def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff: float | None = None) -> BaseFit:
     """Identify the base parameters from samples by least squares (FIGAROH's double QR).
 
@@ -466,13 +484,7 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
     """
     fig = _figaroh()
     n = arm.num_joints
-    minimum = math.ceil(SAMPLES_PER_PARAMETER * len(arm.params_r) / n)
-    if len(samples) < minimum:
-        msg = (
-            f"too few samples: {len(samples)} usable steps ({samples.dropped} dropped as NaN or masked) for "
-            f"{len(arm.params_r)} parameters; record at least {minimum} steps of an exciting run"
-        )
-        raise IdentificationError(msg)
+    minimum = check_count(arm, samples)
     matrix = arm.regressor(samples.q, samples.dq, samples.ddq)
     torque = applied_torque(skeleton, samples)
     dropped = 0
