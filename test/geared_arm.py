@@ -170,13 +170,14 @@ class GearedArm:
 def excitation_controller(frequencies=FREQUENCIES, duration: float = 20.0, seed: int = 1):
     """The package's excitation controller (computed torque on the nominal arm, with gravity) as a driver calls it."""
     arm = load_arm("excitation").skeleton
+    arm.links[1].prop.qmin, arm.links[1].prop.qmax = -math.radians(90.0), math.radians(90.0)  # room for joint 1
     task = skelarm.Task.from_dict(
         {
             "type": "joint_trajectory_tracking",
             "reference": "sum_of_sines",
             "duration": duration,
             "frequencies": list(frequencies),
-            "amplitudes": [20.0, 55.0, 70.0, 50.0],
+            "amplitudes": [60.0, 55.0, 70.0, 50.0],
             "phases": "schroeder",
             "seed": seed,
         }
