@@ -309,7 +309,7 @@ class ArmEngine:
         self.t += dt
 
     def _with_friction(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The step's acceleration with the drive's viscous and Coulomb friction.
+        """Return the step's acceleration with the drive's viscous and Coulomb friction.
 
         Viscous friction acts at the step's start velocity. The Coulomb torques ``f``
         (``|f_i| <= coulomb_i``) are those that oppose the velocity the step ends with,
@@ -319,7 +319,7 @@ class ArmEngine:
         problem ``min 1/2 f^T (dt M^-1) f - f^T v*``, solved by projected Gauss-Seidel;
         a step in which no joint stops or reverses needs one linear solve.
         """
-        assert self.drive is not None  # noqa: S101 - only called with a drive
+        assert self.drive is not None
         drive, dt = self.drive, self.dt
         free = np.asarray(pin.aba(self.model, self.data, self.q, self.dq, tau - drive.viscous * self.dq))
         coulomb = drive.coulomb

@@ -143,9 +143,7 @@ def _prior(scenario: str | Path | None) -> ArmSetup | None:
         raise IdentificationError(str(error)) from None
 
 
-def _windows(
-    values: Sequence[float | None] | float | None, count: int, option: str
-) -> list[float | None]:
+def _windows(values: Sequence[float | None] | float | None, count: int, option: str) -> list[float | None]:
     """One window bound per input: one value for all, or one per input."""
     if values is None or isinstance(values, int | float):
         return [None if values is None else float(values)] * count
@@ -262,7 +260,9 @@ def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: Consisten
             "values": params.offset.tolist(),
         }
     if params.regrouped:
-        record["regrouped"] = {name: f"kept at the prior's value; part of {base}" for name, base in params.regrouped.items()}
+        record["regrouped"] = {
+            name: f"kept at the prior's value; part of {base}" for name, base in params.regrouped.items()
+        }
     return record
 
 
@@ -284,7 +284,7 @@ def _validate(
 
 
 def _prediction(result: Result, samples: Samples, source: str, cutoff: float | None) -> Prediction:
-    """The measured torques beside the twin's and the prior's, filtered alike as the fit was."""
+    """Return the measured torques beside the twin's and the prior's, filtered alike as the fit was."""
     measured = applied_torque(result.prior, samples)
     time, measured, twin_tau, prior_tau = smooth_pair(
         samples,

@@ -69,6 +69,7 @@ def true_arm(seed: int = 4) -> skelarm.Skeleton:
 
 def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, gravity=GRAVITY) -> str:
     """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors."""
+
     def n(value) -> str:
         return repr(float(value))
 
@@ -229,7 +230,7 @@ def write_run(
     order = [ARM_JOINTS.index(name) if name in ARM_JOINTS else None for name in PUBLISHED]
     messages = []
     for k, t in enumerate(run.time):
-        ns = int(round(t * NS))
+        ns = round(t * NS)
         log = START + ns
         position = [0.0 if i is None else run.q[k, i] for i in order]
         speed = [0.0 if i is None else run.dq[k, i] for i in order] if velocity else []
@@ -247,5 +248,3 @@ def write_run(
             command = joint_state(ns, names=ARM_JOINTS, position=(), effort=run.command[k])
             messages.append(("/joint_commands", log + 200_000, command))
     return write_bag(path, messages, storage=storage)
-
-

@@ -128,9 +128,7 @@ def test_the_simulated_twin_falls_like_the_arm(runs, capsys):
 
 def test_the_arms_joints_are_picked_out_of_the_drivers_states(runs, tmp_path):
     with pytest.raises(Exception, match="has no joint elbow_typo"):
-        identify(
-            [runs["bag"]], tmp_path / "twin.toml", scenario=runs["prior"], joints=["shoulder_yaw", "elbow_typo"]
-        )
+        identify([runs["bag"]], tmp_path / "twin.toml", scenario=runs["prior"], joints=["shoulder_yaw", "elbow_typo"])
     with pytest.raises(Exception, match=r"has 4 joints but the runs have 6 .*--joints"):
         identify([runs["bag"]], tmp_path / "twin.toml", scenario=runs["prior"])
     assert list(tmp_path.iterdir()) == []
@@ -183,7 +181,9 @@ def test_an_arm_that_does_not_move_is_refused_naming_the_joints(runs, tmp_path, 
 def test_a_torque_held_at_an_effort_limit_is_refused(runs, tmp_path, capsys):
     control, q0 = excitation_controller()
     arm = GearedArm()
-    limited = arm.drive_run(lambda t, q, dq: np.clip(control(t, q, dq), -1.0, 1.0), 10.0, q0, rng=np.random.default_rng(5))
+    limited = arm.drive_run(
+        lambda t, q, dq: np.clip(control(t, q, dq), -1.0, 1.0), 10.0, q0, rng=np.random.default_rng(5)
+    )
     bag = write_run(limited, tmp_path / "limited_bag", effort="none")
     _refused(
         [str(bag), "--scenario", str(runs["prior"]), "--joints", JOINTS, "--end", "8"],

@@ -61,7 +61,7 @@ _IRREGULAR = 1.2  # 95th over 5th percentile of the steps beyond which they are 
 
 
 def noise(values: NDArray[np.float64]) -> float:
-    """Standard deviation of the white noise on a sampled signal, from its fourth differences (robust).
+    """Return the standard deviation of the white noise on a sampled signal, from its fourth differences (robust).
 
     NaN values break the differences there and are left out.
     """
@@ -73,7 +73,7 @@ def noise(values: NDArray[np.float64]) -> float:
 
 
 def quantum(values: NDArray[np.float64]) -> float:
-    """The encoder's step (rad) when the angles move in whole multiples of one; 0 when they do not."""
+    """Return the encoder's step (rad) when the angles move in whole multiples of one; 0 when they do not."""
     steps = np.abs(np.diff(values))
     steps = steps[np.isfinite(steps) & (steps > 0.0)]
     if steps.size < 10:
@@ -87,7 +87,7 @@ def quantum(values: NDArray[np.float64]) -> float:
 
 
 def _runs(time: NDArray[np.float64], values: NDArray[np.float64]) -> list[NDArray[np.float64]]:
-    """The longest stretches of consecutive valid frames (no NaN, no gap), as arrays."""
+    """Return the stretches of consecutive valid frames (no NaN, no gap), as arrays."""
     steps = np.diff(time)
     median = float(np.median(steps)) if steps.size else 0.0
     valid = np.isfinite(values)
@@ -211,7 +211,9 @@ def assess(recordings: Sequence[Recording], step: float) -> Assessment:
         everything = everything[np.isfinite(everything)]
         sweep = float(np.ptp(np.percentile(everything, [0.5, 99.5]))) if everything.size else 0.0
         step_q = max((quantum(run) for run in angle_runs), default=0.0)
-        position_noise = max(float(np.median([noise(run) for run in angle_runs])) if angle_runs else 0.0, step_q / 12**0.5)
+        position_noise = max(
+            float(np.median([noise(run) for run in angle_runs])) if angle_runs else 0.0, step_q / 12**0.5
+        )
         velocity_noise = float(np.median([noise(run) for run in velocity_runs])) if velocity_runs else 0.0
         speeds = np.concatenate(velocities)
         speeds = speeds[np.isfinite(speeds)]
@@ -335,10 +337,13 @@ def check_saturation(recordings: Sequence[Recording]) -> None:
                 continue
             peak = float(np.max(np.abs(column)))
             tolerance = SATURATION_TOLERANCE * peak
-            share = max(
-                np.count_nonzero(column >= np.max(column) - tolerance),
-                np.count_nonzero(column <= np.min(column) + tolerance),
-            ) / column.size
+            share = (
+                max(
+                    np.count_nonzero(column >= np.max(column) - tolerance),
+                    np.count_nonzero(column <= np.min(column) + tolerance),
+                )
+                / column.size
+            )
             if share > SATURATED_SHARE and peak > 0.0:
                 held.append(f"{name} ({peak:.4g} N*m for {100 * share:.0f} % of it)")
         if held:
@@ -375,7 +380,7 @@ def warn_irregular(recordings: Sequence[Recording], samples: Samples) -> None:
 
 
 def choose_cutoff(assessment: Assessment) -> tuple[float | None, str]:
-    """The filter's cut-off the runs need, and why, in words.
+    """Return the filter's cut-off the runs need, and why, in words.
 
     Returns
     -------

@@ -233,9 +233,7 @@ def _variables(fit: BaseFit, prior: skelarm.Skeleton, drive: JointDrive, bounds:
             fixed[index] = value
             row = int(rows[0]) if rows.size else -1
             regrouped[name] = fit.names[row] if row >= 0 else "no base parameter"
-    return _Variables(
-        names, mapping, np.array(theta0), np.array(scales), non_negative, fixed, regrouped
-    )
+    return _Variables(names, mapping, np.array(theta0), np.array(scales), non_negative, fixed, regrouped)
 
 
 def _constraints(
@@ -331,9 +329,7 @@ def _pinned(variables: _Variables, phi: NDArray[np.float64]) -> tuple[NDArray[np
     return np.vstack(rows), np.concatenate(values)
 
 
-def _exact(
-    variables: _Variables, phi: NDArray[np.float64], bounds: Sequence[LinkBounds]
-) -> NDArray[np.float64] | None:
+def _exact(variables: _Variables, phi: NDArray[np.float64], bounds: Sequence[LinkBounds]) -> NDArray[np.float64] | None:
     """Return the consistent set closest to the prior on ``M theta = phi``, or ``None`` if there is none."""
     from scipy.linalg import null_space
 

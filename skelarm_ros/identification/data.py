@@ -492,8 +492,8 @@ def differentiate(time: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[
         valid = np.isfinite(q[:, j]) & np.isfinite(time)
         joined = valid[:-1] & valid[1:] & (steps > 0.0) & (steps <= GAP_FACTOR * median)
         breaks = np.flatnonzero(~joined) + 1
-        for run in np.split(np.arange(len(time)), breaks):
-            run = run[valid[run]]
+        for frames in np.split(np.arange(len(time)), breaks):
+            run = frames[valid[frames]]
             if run.size >= 2:
                 out[run, j] = np.gradient(q[run, j], time[run])
     return out

@@ -353,7 +353,7 @@ _SOKAL_WINDOW = 5.0  # Sokal's automatic window for the integrated autocorrelati
 
 
 def _autocorrelation_time(scores: NDArray[np.float64]) -> float:
-    """The largest integrated autocorrelation time (samples) of the score columns (Sokal's window)."""
+    """Return the largest integrated autocorrelation time (samples) of the score columns (Sokal's window)."""
     count = scores.shape[0]
     centred = scores - scores.mean(axis=0)
     size = 1 << int(2 * count - 1).bit_length()
@@ -387,7 +387,7 @@ def _long_run(scores: NDArray[np.float64], segment: NDArray[np.int64], block: in
 def deviations(
     w_base: NDArray[np.float64], residual: NDArray[np.float64], segment: NDArray[np.int64], gram: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], int, float]:
-    """Standard deviations of the base parameters from correlated residuals.
+    """Return the standard deviations of the base parameters from correlated residuals.
 
     Parameters
     ----------
