@@ -340,7 +340,8 @@ def identify(
         The torque to fit: ``auto`` (the measured effort when recorded beside the commands
         and usable, else the commands), ``measured`` or ``commands``.
     cutoff : float | None, optional
-        Low-pass the torques and the regressor at this frequency (Hz); ``None`` chooses it from the data.
+        Low-pass the torques and the regressor at this frequency (Hz); ``None`` chooses it
+        from the data, 0 filters nothing.
     com_margin : float, optional
         How far a centre of mass may leave its link's box (share of the link's scale).
     plot : bool, optional
@@ -385,6 +386,8 @@ def identify(
     checks.warn_irregular(recordings, samples)
     if cutoff is None:
         chosen, why = checks.choose_cutoff(assessment)
+    elif cutoff == 0.0:
+        chosen, why = None, "none (--filter 0)"
     else:
         chosen, why = cutoff, f"zero-phase 4th-order Butterworth at {cutoff:g} Hz on torques and regressor alike"
     base = fit(arm, samples, geometry, cutoff=chosen)
@@ -613,7 +616,10 @@ def _parser() -> argparse.ArgumentParser:
         help=f"leave out of the model, comma separated: {', '.join(MODEL_TERMS)} (default: identify all)",
     )
     parser.add_argument(
-        "--filter", type=float, metavar="HZ", help="low-pass torques and regressor alike (Hz; default: from the data)"
+        "--filter",
+        type=float,
+        metavar="HZ",
+        help="low-pass torques and regressor alike (Hz; default: from the data; 0: none)",
     )
     parser.add_argument(
         "--com-margin",

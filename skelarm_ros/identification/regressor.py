@@ -407,7 +407,7 @@ def deviations(
     """
     count = len(segment)
     r = w_base.shape[1]
-    scores = (w_base * residual[:, np.newaxis]).reshape(-1, count, r).sum(axis=0)
+    scores = np.einsum("jtr,jt->tr", w_base.reshape(-1, count, r), residual.reshape(-1, count))
     tau = _autocorrelation_time(scores)
     block = int(min(max(1, math.ceil(_BLOCK_PER_TAU * tau)), max(1, count // 4)))
     inverse = np.linalg.inv(gram)
