@@ -5,7 +5,8 @@
 
 The run is the bundled ``excitation`` scenario's arm with armature and viscous and
 Coulomb friction per joint (:data:`DRIVE`), simulated by the engine for 20 s at 2 ms
-(10,000 steps), saved as a log; identify fits armature, friction and offsets (its default). ``identify`` goes from that log to the twin's TOML (read,
+(10,000 steps), saved as a log; identify fits armature, friction and offsets
+(its default). ``identify`` goes from that log to the twin's TOML (read,
 align, FIGAROH regressor, base parameters, consistent set, write) with the
 ``excitation_cad_guess`` prior. Beside it, FIGAROH's ``BaseIdentification.solve``
 (no decimation, no plot, its report captured) runs on the very regressor and torques
