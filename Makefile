@@ -24,6 +24,7 @@ lint: env
 	@$(VENV)/bin/ruff check skelarm_ros test launch setup.py
 	@$(VENV)/bin/ruff format --check skelarm_ros test launch setup.py
 	@$(VENV)/bin/mypy
+	@$(VENV)/bin/lint-imports --no-cache
 
 bench: env
 	@$(VENV)/bin/skelarm-ros bench

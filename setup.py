@@ -65,6 +65,6 @@ setup(
             "skelarm-ros = skelarm_ros.cli:console",
         ],
         # Controller builders the controller node registers with skelarm (skelarm_ros.control.plugins).
-        "skelarm_ros.controllers": ["excitation = skelarm_ros.excitation:build_controller"],
+        "skelarm_ros.controllers": ["excitation = skelarm_ros.identification.excitation:build_controller"],
     },
 )

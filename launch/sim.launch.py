@@ -6,7 +6,7 @@
     ros2 launch skelarm_ros sim.launch.py mode:=lockstep duration:=2.0
     ros2 launch skelarm_ros sim.launch.py --show-args
 
-The nodes, their parameters and remappings come from ``skelarm_ros.graph.describe``,
+The nodes, their parameters and remappings come from ``skelarm_ros.cli.graph.describe``,
 the description ``skelarm-ros launch sim`` starts too (docs/launch.md). As that launcher
 does, this file refuses an argument it does not know, and a node that exits non-zero
 stops the graph and makes ``ros2 launch`` exit 1, naming the node.
@@ -24,8 +24,8 @@ from launch.events import Shutdown
 from launch.events.process import ProcessExited
 from launch_ros.actions import Node
 
-from skelarm_ros.graph import ARGUMENTS, NodeSpec, describe
-from skelarm_ros.launcher import failure, node_label
+from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
+from skelarm_ros.cli.launcher import failure, node_label
 
 # Launch configurations that launch and launch_ros keep for themselves (PushRosNamespace, SetRemap,
 # SetParameter, emulate_tty) and those ros2 launch's --launch-prefix options add: not arguments.
@@ -90,7 +90,7 @@ def graph_actions(context: LaunchContext) -> list:
 
     Raises
     ------
-    skelarm_ros.graph.GraphError
+    skelarm_ros.cli.graph.GraphError
         For an unknown argument or a bad value, with the sentence ``skelarm-ros launch`` says;
         launch reports it and exits 1 before any node starts.
     """

@@ -47,9 +47,9 @@ NODES = {
 """Node executables and the ``main`` each runs."""
 
 TOOLS = {
-    "bag_to_log": "skelarm_ros.bag_to_log:main",
-    "log_to_bag": "skelarm_ros.log_to_bag:main",
-    "identify": "skelarm_ros.identify:main",
+    "bag_to_log": "skelarm_ros.bags.bag_to_log:main",
+    "log_to_bag": "skelarm_ros.bags.log_to_bag:main",
+    "identify": "skelarm_ros.identification.identify:main",
 }
 """One-shot tool executables and the ``main`` each runs."""
 

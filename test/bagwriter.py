@@ -8,7 +8,7 @@ import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from skelarm_ros.bags import qos_profile
+from skelarm_ros.bags.reader import qos_profile
 
 NS = 1_000_000_000
 STORE = get_typestore(Stores.ROS2_JAZZY)
@@ -91,7 +91,7 @@ def arm_run(frames: int = 20, period_ns: int = 10_000_000, namespace: str = ""):
 
 def recorded(path: Path, topics=None):
     """``(topic, log_ns, bytes)`` of a bag in log-time order, read with rosbags."""
-    from skelarm_ros.bags import open_bag
+    from skelarm_ros.bags.reader import open_bag
 
     with open_bag(path) as bag:
         return [(topic, log, bytes(data)) for topic, _, log, data in bag.raw_messages(topics)]

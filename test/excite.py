@@ -15,8 +15,8 @@ import skelarm
 from conftest import random_arm
 from skelarm.recording import dump_toml
 
-from skelarm_ros import excitation
-from skelarm_ros.engine import ArmEngine, run_controlled
+from skelarm_ros.identification import excitation
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
 
 FREQUENCIES = [0.2, 0.45, 0.8, 1.3]
 HELDOUT_FREQUENCIES = [0.15, 0.35, 0.6, 1.05]

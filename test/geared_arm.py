@@ -28,9 +28,9 @@ import skelarm
 from bagwriter import NS, START, joint_state, write_bag
 from excite import robot_tables, write_toml
 
-from skelarm_ros import excitation
-from skelarm_ros.engine import set_joints
-from skelarm_ros.scenario import JointDrive, load_arm
+from skelarm_ros.identification import excitation
+from skelarm_ros.sim.engine import set_joints
+from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 NOMINAL = "reach_four_dof_robot"
 GRAVITY = (0.0, -9.81)
@@ -197,7 +197,7 @@ def excitation_controller(frequencies=FREQUENCIES, duration: float = 20.0, seed:
 
 def holding_controller(q0, kp: float = 60.0, kd: float = 3.0):
     """A PD holding the arm at ``q0`` with gravity compensation of the nominal arm: an arm that does not move."""
-    from skelarm_ros.engine import ArmEngine
+    from skelarm_ros.sim.engine import ArmEngine
 
     engine = ArmEngine(nominal(), PERIOD, grav_vec=GRAVITY)
     target = np.asarray(q0, dtype=np.float64)

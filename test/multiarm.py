@@ -1,7 +1,7 @@
 """Several arms on one machine, each in its own namespace with its own controller (realtime), watched by a probe.
 
 Each arm is the graph ``skelarm-ros launch sim namespace:=armK`` describes
-(:func:`skelarm_ros.graph.describe`), with ``publish_clock:=false`` (every simulator would
+(:func:`skelarm_ros.cli.graph.describe`), with ``publish_clock:=false`` (every simulator would
 publish the one absolute ``/clock``) and ``command_interface:=joint_commands``, so each
 command carries the stamp of the state it was computed from. A probe node keeps each
 arm's newest state and reads the graph: which nodes publish and read each arm's topics.
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from skelarm_ros.engine import ArmEngine
-from skelarm_ros.graph import describe
-from skelarm_ros.launcher import plan
-from skelarm_ros.scenario import load_arm, load_scenario
+from skelarm_ros.cli.graph import describe
+from skelarm_ros.cli.launcher import plan
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm, load_scenario
 
 NS = 1_000_000_000
 START_TIMEOUT = 60.0  # s for every arm's controller to be in the graph on a loaded machine

@@ -13,7 +13,7 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   stamped ``joint_commands`` (sensor_msgs/JointState, ``effort`` by name), the
   topic_based_ros2_control convention. The newest command is held.
 
-Inside, the arm is :class:`skelarm_ros.engine.ArmEngine` of the scenario's robot,
+Inside, the arm is :class:`skelarm_ros.sim.engine.ArmEngine` of the scenario's robot,
 stepped at the scenario's ``dt`` to keep up with the wall clock (a physical arm does
 not wait for its driver's timer).
 
@@ -35,9 +35,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from skelarm_ros.engine import ArmEngine
 from skelarm_ros.nodes.spinning import spin_until, try_shutdown
-from skelarm_ros.scenario import load_arm
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm
 
 MAX_CATCH_UP = 50  # steps per tick at most, so a stalled process does not integrate a long gap at once
 

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from skelarm_ros import bag_to_log as bag_to_log_module
 from skelarm_ros import cli
-from skelarm_ros.bag_to_log import (
+from skelarm_ros.bags import bag_to_log as bag_to_log_module
+from skelarm_ros.bags.bag_to_log import (
     Collected,
     ConversionError,
     Samples,
@@ -31,11 +31,11 @@ from skelarm_ros.bag_to_log import (
     plan_topics,
     resolve_skeleton,
 )
-from skelarm_ros.bags import Bag, BagError, open_bag, read_messages
-from skelarm_ros.log_to_bag import LogError, log_to_bag
-from skelarm_ros.scenario import load_arm
-from skelarm_ros.urdf import skeleton_to_urdf
-from skelarm_ros.urdf_reader import skeleton_from_urdf
+from skelarm_ros.bags.log_to_bag import LogError, log_to_bag
+from skelarm_ros.bags.reader import Bag, BagError, open_bag, read_messages
+from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.urdf import skeleton_to_urdf
+from skelarm_ros.sim.urdf_reader import skeleton_from_urdf
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 T = STORE.types

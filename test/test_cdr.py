@@ -1,4 +1,4 @@
-"""JointState CDR read and written directly (skelarm_ros.cdr), against rclpy's and rosbags' own serialization."""
+"""JointState CDR read and written directly (skelarm_ros.bags.cdr), against rclpy's and rosbags' own serialization."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from rosbags.typesys import Stores, get_typestore
 from sensor_msgs.msg import JointState
 
-from skelarm_ros.cdr import JointStateLayout, JointStateWriter
+from skelarm_ros.bags.cdr import JointStateLayout, JointStateWriter
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from bagwriter import START, damage_definition, float_array, joint_state, write_bag
 
-from skelarm_ros.bag_to_log import bag_to_log
-from skelarm_ros.compare import CompareError, compare_commands, load_commands, main
+from skelarm_ros.bags.bag_to_log import bag_to_log
+from skelarm_ros.cli.compare import CompareError, compare_commands, load_commands, main
 
 MS = 1_000_000
 

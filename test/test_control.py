@@ -35,10 +35,10 @@ from skelarm_ros.control.twins import (
     has_fast_model,
     with_fast_model,
 )
-from skelarm_ros.conversions import Rejected
-from skelarm_ros.engine import ArmEngine, run_controlled, sync_skeleton
 from skelarm_ros.interface import NANOSECONDS, seconds_to_stamp
-from skelarm_ros.scenario import ScenarioError, load_scenario, resolve_scenario
+from skelarm_ros.sim.conversions import Rejected
+from skelarm_ros.sim.engine import ArmEngine, run_controlled, sync_skeleton
+from skelarm_ros.sim.scenario import ScenarioError, load_scenario, resolve_scenario
 
 TOLERANCE = 1e-9
 

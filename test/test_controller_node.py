@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.nodes.controller import ControllerNode
-from skelarm_ros.scenario import ScenarioError
+from skelarm_ros.sim.scenario import ScenarioError
 
 
 @pytest.fixture
@@ -239,7 +239,7 @@ def test_target_message_and_bad_target(make_node, shared_scenarios, monkeypatch)
 
 
 def test_unknown_controller_type_fails_at_start(make_node, tmp_path):
-    from skelarm_ros.scenario import resolve_scenario
+    from skelarm_ros.sim.scenario import resolve_scenario
 
     text = resolve_scenario("reach").read_text(encoding="utf-8").split("[controller]")[0]
     path = tmp_path / "bad.toml"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skelarm_ros.demo import PUSH_FORCE, PUSH_LENGTH, PUSH_START, DemoPaths, RunSummary, write_push
+from skelarm_ros.cli.demo import PUSH_FORCE, PUSH_LENGTH, PUSH_START, DemoPaths, RunSummary, write_push
 
 
 def test_push_is_a_recorded_force_of_the_given_impulse(tmp_path: Path) -> None:
@@ -47,8 +47,8 @@ def test_summary_reports_the_error_against_the_tolerance() -> None:
 
 @pytest.mark.slow
 def test_demo_runs_records_converts_and_plots(tmp_path: Path) -> None:
-    from skelarm_ros.demo import run_demo
-    from skelarm_ros.plot import load_log
+    from skelarm_ros.cli.demo import run_demo
+    from skelarm_ros.cli.plot import load_log
 
     output = tmp_path / "out"
     summary = run_demo(output, duration=1.5, timeout=180.0)

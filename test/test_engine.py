@@ -12,8 +12,8 @@ import skelarm
 from conftest import SCENARIOS, full_scenarios, reference_run
 from skelarm.kinematics import compute_endpoint_velocity, compute_jacobian
 
-from skelarm_ros.engine import ArmEngine, NonFiniteStateError, build_model, run_controlled, sync_skeleton
-from skelarm_ros.scenario import JointDrive, load_arm
+from skelarm_ros.sim.engine import ArmEngine, NonFiniteStateError, build_model, run_controlled, sync_skeleton
+from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 FULL_SCENARIOS = full_scenarios()
 

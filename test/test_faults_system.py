@@ -23,8 +23,8 @@ import pytest
 from multiarm import run_arms
 from procs import NS, START_TIMEOUT, stamp_ns
 
-from skelarm_ros.engine import ArmEngine
-from skelarm_ros.scenario import load_arm, load_scenario
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm, load_scenario
 
 pytestmark = pytest.mark.slow
 

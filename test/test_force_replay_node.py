@@ -19,10 +19,10 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from test_forces import accumulated_times, run_reach, scripted_push
 
-from skelarm_ros.forces import ForceSourceError, RecordedForce
+from skelarm_ros.bags.forces import ForceSourceError, RecordedForce
 from skelarm_ros.interface import seconds_to_stamp, stamp_to_nanoseconds
 from skelarm_ros.nodes.force_replay import ForceReplayNode, main
-from skelarm_ros.scenario import ScenarioError
+from skelarm_ros.sim.scenario import ScenarioError
 
 pytestmark = pytest.mark.ros
 

@@ -22,9 +22,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from test_forces import run_reach, scripted_push
 
-from skelarm_ros.forces import RecordedForce
+from skelarm_ros.bags.forces import RecordedForce
 from skelarm_ros.interface import stamp_to_nanoseconds
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.scenario import resolve_scenario
 
 pytestmark = pytest.mark.slow
 

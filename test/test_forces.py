@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skelarm import StateLog
 
-from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.forces import ForcePlayer, ForceSourceError, RecordedForce, load_force
+from skelarm_ros.bags.forces import ForcePlayer, ForceSourceError, RecordedForce, load_force
 from skelarm_ros.interface import seconds_to_stamp, stamp_to_seconds
-from skelarm_ros.scenario import load_arm, load_scenario
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
+from skelarm_ros.sim.scenario import load_arm, load_scenario
 
 # Two scripted pushes on the reach scenario: (begin, end, (fx, fy)).
 PUSHES = ((0.3, 0.5, (3.0, -2.0)), (0.9, 1.0, (-1.5, 4.0)))

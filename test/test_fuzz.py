@@ -37,13 +37,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from skelarm.recording import dump_toml
 
-from skelarm_ros.bag_to_log import main as bag_to_log_main
+from skelarm_ros.bags.bag_to_log import main as bag_to_log_main
+from skelarm_ros.bags.log_to_bag import log_to_bag
 from skelarm_ros.control.loop import build_control_loop
-from skelarm_ros.conversions import Rejected
-from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.log_to_bag import log_to_bag
-from skelarm_ros.scenario import ScenarioError, load_arm, load_scenario, resolve_scenario
-from skelarm_ros.simulation import Simulation
+from skelarm_ros.sim.conversions import Rejected
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
+from skelarm_ros.sim.scenario import ScenarioError, load_arm, load_scenario, resolve_scenario
+from skelarm_ros.sim.simulation import Simulation
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FILES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,7 +291,7 @@ def reference_positions(path: Path, recover: bool, joints: tuple[str, ...] = ("j
 
     A joint a (damaged) message does not name is NaN, as bag_to_log masks it.
     """
-    from skelarm_ros.bags import open_bag
+    from skelarm_ros.bags.reader import open_bag
 
     rows = []
     with open_bag(path, recover=recover) as bag:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, describe, normalize_namespace, resolve_arguments
-from skelarm_ros.launcher import failure, find_executable, plan
-from skelarm_ros.scenario import bundled_scenarios
+from skelarm_ros.cli.graph import ARGUMENTS, PACKAGE, GraphError, describe, normalize_namespace, resolve_arguments
+from skelarm_ros.cli.launcher import failure, find_executable, plan
+from skelarm_ros.sim.scenario import bundled_scenarios
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_FILE = REPO / "launch" / "sim.launch.py"

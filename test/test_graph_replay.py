@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from bagwriter import arm_run, write_bag
 
-from skelarm_ros.graph import GraphError, describe
+from skelarm_ros.cli.graph import GraphError, describe
 from skelarm_ros.nodes.player import parse_arguments
 
 

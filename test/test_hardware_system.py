@@ -18,8 +18,8 @@ import procs
 import pytest
 from procs import NS, START_TIMEOUT, stamp_ns
 
-from skelarm_ros.engine import ArmEngine
-from skelarm_ros.scenario import load_arm, load_scenario
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm, load_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,8 @@ from excite import (
 
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.consistency import link_bounds
+from skelarm_ros.identification.identify import identify, main
 from skelarm_ros.identification.regressor import base_of, standard_of, structure
-from skelarm_ros.identify import identify, main
 
 EXACT = 1e-8
 
@@ -162,7 +162,7 @@ def test_nan_masked_and_missing_frames_are_dropped_and_counted(tmp_path):
 
 
 def test_two_runs_and_a_filter_stay_exact_and_the_bag_path_reads_a_bag(tmp_path):
-    from skelarm_ros.log_to_bag import log_to_bag
+    from skelarm_ros.bags.log_to_bag import log_to_bag
 
     rng = np.random.default_rng(13)
     arm = wide_arm(rng, 2)
@@ -196,7 +196,7 @@ def test_friction_is_identified_and_carried_by_the_twin(tmp_path):
     np.testing.assert_allclose([link["viscous"] for link in links], [value[0] for value in friction], rtol=1e-8)
     np.testing.assert_allclose([link["coulomb"] for link in links], [value[1] for value in friction], rtol=1e-8)
     assert max(abs(link["armature"]) for link in links) < 1e-8  # the arm has none
-    from skelarm_ros.scenario import load_arm
+    from skelarm_ros.sim.scenario import load_arm
 
     twin = load_arm(tmp_path / "twin.toml")
     assert twin.drive is not None and twin.drive.has_friction  # the simulator runs it with its friction

@@ -11,9 +11,9 @@ import pytest
 import skelarm
 from excite import sines_task, wide_arm
 
-from skelarm_ros import excitation
-from skelarm_ros.engine import ArmEngine, build_model, run_controlled
-from skelarm_ros.excitation import ExcitationError, build_controller, peak_torques, plan_reference
+from skelarm_ros.identification import excitation
+from skelarm_ros.identification.excitation import ExcitationError, build_controller, peak_torques, plan_reference
+from skelarm_ros.sim.engine import ArmEngine, build_model, run_controlled
 
 
 def _limits(arm):
@@ -123,10 +123,10 @@ def test_bad_tables_get_one_sentence(params, task_change, words):
 def test_the_controller_is_an_entry_point_and_the_bundled_scenarios_run_inside_their_limits():
     entries = importlib.metadata.entry_points(group="skelarm_ros.controllers")
     assert [entry.value for entry in entries if entry.name == "excitation"] == [
-        "skelarm_ros.excitation:build_controller"
+        "skelarm_ros.identification.excitation:build_controller"
     ]
     from skelarm_ros.control import build_control_loop
-    from skelarm_ros.scenario import load_arm
+    from skelarm_ros.sim.scenario import load_arm
 
     for name in ("excitation", "excitation_heldout", "excitation_cad_guess"):
         with warnings.catch_warnings():

@@ -18,9 +18,9 @@ import pytest
 from excite import HELDOUT_FREQUENCIES, robot_tables, wide_arm, write_toml, wrong_prior
 from sensor_msgs.msg import JointState
 
-from skelarm_ros import excitation
-from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.identify import identify
+from skelarm_ros.identification import excitation
+from skelarm_ros.identification.identify import identify
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
 
 pytestmark = pytest.mark.slow
 

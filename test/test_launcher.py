@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skelarm_ros.graph import NodeSpec
-from skelarm_ros.launcher import LaunchError, Planned, Runner, main, parse_assignments, plan
+from skelarm_ros.cli.graph import NodeSpec
+from skelarm_ros.cli.launcher import LaunchError, Planned, Runner, main, parse_assignments, plan
 
 # A stand-in node: says hello, exits with `code` after `life` seconds, and on SIGINT says so and
 # exits 0 (or, with ignore, keeps running). `python -S` keeps it quick to start.
@@ -128,7 +128,7 @@ def test_options_may_stand_anywhere_among_the_arguments(capsys):
 
 
 def test_dry_run_into_a_pipe_that_closes_early_ends_quietly(tmp_path):
-    script = "import sys; from skelarm_ros.launcher import main; sys.exit(main(['sim', 'rviz:=true', '--dry-run']))"
+    script = "import sys; from skelarm_ros.cli.launcher import main; sys.exit(main(['sim', 'rviz:=true', '--dry-run']))"
     result = subprocess.run(
         f"'{sys.executable}' -c \"{script}\" | head -c 10",
         shell=True,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import procs
 import pytest
 
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.scenario import resolve_scenario
 
 pytestmark = pytest.mark.slow
 

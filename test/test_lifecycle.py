@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skelarm_ros.lifecycle import ERROR, INFO, WARNING, Say, SimulatorRun, start_missing
+from skelarm_ros.sim.run import ERROR, INFO, WARNING, Say, SimulatorRun, start_missing
 
 
 def texts(said: list[Say]) -> list[str]:

@@ -16,7 +16,7 @@ from conftest import full_scenarios, reference_run
 from geometry_msgs.msg import PointStamped
 from sensor_msgs.msg import JointState
 
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.scenario import resolve_scenario
 
 pytestmark = pytest.mark.slow
 

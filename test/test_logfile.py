@@ -1,4 +1,4 @@
-"""The StateLog file (skelarm_ros.logfile): written and read here, checked against skelarm's own save and load."""
+"""The StateLog file (skelarm_ros.bags.logfile): written and read here, checked against skelarm's own save and load."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import skelarm
 from conftest import SCENARIOS
 
-from skelarm_ros.logfile import LogFile, LogFileError, printable_tree, read_log, write_log
+from skelarm_ros.bags.logfile import LogFile, LogFileError, printable_tree, read_log, write_log
 
 
 def a_run() -> skelarm.StateLog:
@@ -158,9 +158,9 @@ def test_printable_tree_escapes_control_characters_in_keys_and_values() -> None:
 
 def test_the_tools_read_logs_through_the_one_reader(tmp_path: Path) -> None:
     """plot, forces and log_to_bag give the reader's sentence (each in its own error type)."""
-    from skelarm_ros.forces import ForceSourceError, RecordedForce
-    from skelarm_ros.log_to_bag import LogError, log_to_bag
-    from skelarm_ros.plot import PlotError, load_log
+    from skelarm_ros.bags.forces import ForceSourceError, RecordedForce
+    from skelarm_ros.bags.log_to_bag import LogError, log_to_bag
+    from skelarm_ros.cli.plot import PlotError, load_log
 
     bad = tmp_path / "bad.sklog.npz"
     bad.write_bytes(b"not a log")

@@ -12,7 +12,8 @@ from builtin_interfaces.msg import Time
 from conftest import random_arm, scenario_file
 from visualization_msgs.msg import Marker
 
-from skelarm_ros.markers import (
+from skelarm_ros.nodes.marker_msgs import arm_markers, equilibrium_markers
+from skelarm_ros.sim.markers import (
     CONTROLLER_PARTS,
     SIMULATOR_PARTS,
     ArmGeometry,
@@ -25,8 +26,7 @@ from skelarm_ros.markers import (
     scene,
     target_shapes,
 )
-from skelarm_ros.nodes.marker_msgs import arm_markers, equilibrium_markers
-from skelarm_ros.scenario import load_arm
+from skelarm_ros.sim.scenario import load_arm
 
 NAMESPACES = [
     "base_link",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skelarm_ros import netns
+from skelarm_ros.cli import netns
 
 
 def test_multicast_discovery_is_subnet_over_udp_only() -> None:

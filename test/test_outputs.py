@@ -10,9 +10,11 @@ import pytest
 import skelarm
 from conftest import reference_run
 
-from skelarm_ros import bag_to_log, compare, identify, log_to_bag, plot
+from skelarm_ros.bags import bag_to_log, log_to_bag
+from skelarm_ros.cli import compare, plot
+from skelarm_ros.identification import identify
 from skelarm_ros.outputs import OutputExists, check_new, write_atomically, write_folder_atomically
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.scenario import resolve_scenario
 
 REACH = resolve_scenario("reach")
 

@@ -16,8 +16,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from skelarm_ros.bags.replay import PlayError, PlayOptions, ReaderWait
 from skelarm_ros.nodes.player import PlayerNode, PlayerSettings, parse_arguments, split_arguments
-from skelarm_ros.replay import PlayError, PlayOptions, ReaderWait
 
 pytestmark = pytest.mark.ros
 

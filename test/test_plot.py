@@ -15,9 +15,9 @@ from matplotlib.patches import Circle
 from matplotlib.quiver import Quiver
 
 from skelarm_ros import cli
-from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.markers import goals_from_config
-from skelarm_ros.plot import load_log, plot_log
+from skelarm_ros.cli.plot import load_log, plot_log
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
+from skelarm_ros.sim.markers import goals_from_config
 
 REACH = scenario_file("reach")
 

@@ -7,9 +7,9 @@ import pytest
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.control.progress import TaskProgress
-from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import seconds_to_nanoseconds
-from skelarm_ros.scenario import load_arm
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm
 
 
 def drive(scenario: str, seconds: float, progress: TaskProgress | None = None):

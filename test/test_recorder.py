@@ -16,9 +16,9 @@ import pytest
 import skelarm
 from ruamel.yaml import YAML
 
-from skelarm_ros.bag_to_log import bag_to_log
-from skelarm_ros.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
-from skelarm_ros.recording import LOST_KEY, STORAGES
+from skelarm_ros.bags.bag_to_log import bag_to_log
+from skelarm_ros.bags.recording import LOST_KEY, STORAGES
+from skelarm_ros.cli.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
 
 rclpy = pytest.importorskip("rclpy")
 from rclpy.event_handler import QoSSubscriptionEventType  # noqa: E402
@@ -161,7 +161,7 @@ def test_a_recorder_subscribes_keep_all_with_its_publishers_reliability(context,
 def test_a_recording_that_cannot_write_ends_the_run_with_code_1_and_says_why(context, tmp_path, monkeypatch):
     from rosbags.rosbag2 import Writer
 
-    from skelarm_ros import recording
+    from skelarm_ros.bags import recording
 
     class FullDisk(Writer):
         def write(self, connection, timestamp, data) -> None:

@@ -16,9 +16,9 @@ from rosbags.rosbag2 import Reader, Writer
 from rosbags.typesys import Stores, get_typestore
 from ruamel.yaml import YAML
 
-from skelarm_ros import recording
-from skelarm_ros.bags import open_bag
-from skelarm_ros.recording import (
+from skelarm_ros.bags import recording
+from skelarm_ros.bags.reader import open_bag
+from skelarm_ros.bags.recording import (
     LOST_BY_TOPIC_KEY,
     LOST_KEY,
     OfferedQos,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from bagwriter import NS, START, arm_run, attitude, joint_state, recorded, string, write_bag, write_ros1_bag
 
-from skelarm_ros.bags import BagError, TopicQos, open_bag
-from skelarm_ros.replay import (
+from skelarm_ros.bags.reader import BagError, TopicQos, open_bag
+from skelarm_ros.bags.replay import (
     VOLATILE_DEPTH,
     BagFrames,
     Playback,

@@ -33,8 +33,8 @@ if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
 from conftest import installed_share  # noqa: E402
 from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
 
-from skelarm_ros.graph import GraphError, resolve_arguments  # noqa: E402
-from skelarm_ros.launcher import failure  # noqa: E402
+from skelarm_ros.cli.graph import GraphError, resolve_arguments  # noqa: E402
+from skelarm_ros.cli.launcher import failure  # noqa: E402
 
 SHARE = installed_share()
 CAUGHT = "[ERROR] [launch]: Caught exception in launch (see debug for traceback): "

@@ -1,7 +1,7 @@
 """What skelarm_ros takes from rosbags beyond its public API, checked against the installed (locked) version.
 
 Each test names, when it fails, the rosbags internal that moved and what in this
-package relies on it (all of it is in skelarm_ros.rosbags_adapter).
+package relies on it (all of it is in skelarm_ros.bags.rosbags_adapter).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rosbags.rosbag2 import storage_mcap as mcap
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from ruamel.yaml import YAML
 
-from skelarm_ros import rosbags_adapter as adapter
+from skelarm_ros.bags import rosbags_adapter as adapter
 
 STORE = get_typestore(Stores.ROS2_JAZZY)
 T = STORE.types
@@ -31,7 +31,7 @@ def moved(what: str, who: str, error: object = "") -> str:
     cause = f" ({type(error).__name__}: {error})" if isinstance(error, BaseException) else ""
     return (
         f"rosbags {ROSBAGS} changed {what}{cause}; {who} relies on it: "
-        "adapt skelarm_ros/rosbags_adapter.py to the new version (nothing else reaches rosbags' internals)"
+        "adapt skelarm_ros/bags/rosbags_adapter.py to the new version (nothing else reaches rosbags' internals)"
     )
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import yaml
 
 from skelarm_ros.interface import BASE_FRAME
-from skelarm_ros.markers import ArmGeometry, scene
-from skelarm_ros.scenario import share_directory
+from skelarm_ros.sim.markers import ArmGeometry, scene
+from skelarm_ros.sim.scenario import share_directory
 
 RVIZ = share_directory() / "config" / "skelarm.rviz"
 

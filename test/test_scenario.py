@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from skelarm_ros.scenario import ScenarioError, arm_from_config
+from skelarm_ros.sim.scenario import ScenarioError, arm_from_config
 
 LINK = {"length": 0.5, "mass": 1.0, "inertia": 0.02, "com": [0.25, 0.0], "limits": [-90.0, 90.0]}
 ROBOT = {"skeleton": {"base_length": 0.1, "link": [dict(LINK), dict(LINK)]}, "initial": {"q": [0.0, 0.0]}}
@@ -101,6 +101,6 @@ def test_the_drive_keys_are_read_per_joint_and_absent_keys_leave_skelarms_model(
     assert arm.drive.viscous.tolist() == [0.0, 0.0]
     assert arm.drive.coulomb.tolist() == [0.0, 0.2]
     assert arm.drive.link_tables() == [{}, {"armature": 0.01, "coulomb": 0.2}]
-    from skelarm_ros.simulation import Simulation
+    from skelarm_ros.sim.simulation import Simulation
 
     assert Simulation(arm).engine.drive is arm.drive  # the simulator honours them

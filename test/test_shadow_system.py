@@ -16,12 +16,12 @@ from bagwriter import recorded
 from procs import START_TIMEOUT
 from test_launcher_system import Launch
 
-from skelarm_ros.bags import open_bag
-from skelarm_ros.compare import compare_commands, load_commands, main
+from skelarm_ros.bags.reader import open_bag
+from skelarm_ros.cli.compare import compare_commands, load_commands, main
 from skelarm_ros.control import build_control_loop
-from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import stamp_to_nanoseconds
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.conversions import Rejected
+from skelarm_ros.sim.scenario import resolve_scenario
 
 pytestmark = pytest.mark.slow
 

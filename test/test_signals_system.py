@@ -31,9 +31,9 @@ from pathlib import Path
 import procs
 import pytest
 
-from skelarm_ros.engine import ArmEngine, run_controlled
-from skelarm_ros.log_to_bag import log_to_bag
-from skelarm_ros.scenario import load_scenario
+from skelarm_ros.bags.log_to_bag import log_to_bag
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
+from skelarm_ros.sim.scenario import load_scenario
 from skelarm_ros.startup import started_blocked
 
 pytestmark = pytest.mark.slow

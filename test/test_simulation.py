@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from skelarm_ros.conversions import Rejected
-from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import check_effort_limits, check_mode, seconds_to_nanoseconds
-from skelarm_ros.scenario import load_arm
-from skelarm_ros.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
+from skelarm_ros.sim.conversions import Rejected
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
 
 
 @pytest.fixture

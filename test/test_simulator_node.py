@@ -19,12 +19,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
-from skelarm_ros.engine import ArmEngine
 from skelarm_ros.interface import seconds_to_stamp
 from skelarm_ros.nodes import simulator
 from skelarm_ros.nodes.simulator import SimulatorNode, main
-from skelarm_ros.scenario import ScenarioError, load_arm, resolve_scenario
-from skelarm_ros.simulation import COMMAND, STALE_COMMAND, WRENCH
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import ScenarioError, load_arm, resolve_scenario
+from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, WRENCH
 
 pytestmark = pytest.mark.ros
 

@@ -104,8 +104,8 @@ class Probe(procs.Probe):
 
 
 def offline_engine():
-    from skelarm_ros.engine import ArmEngine
-    from skelarm_ros.scenario import load_arm
+    from skelarm_ros.sim.engine import ArmEngine
+    from skelarm_ros.sim.scenario import load_arm
 
     arm = load_arm(None)
     return ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from skelarm_ros.transport import (
+from skelarm_ros.cli.transport import (
     PROFILES_FILE_VARIABLE,
     RANGE_VARIABLE,
     udp_localhost_environment,

@@ -20,7 +20,7 @@ import procs
 import pytest
 from procs import START_TIMEOUT
 
-from skelarm_ros.transport import udp_localhost_environment
+from skelarm_ros.cli.transport import udp_localhost_environment
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,7 @@
 """Two hosts: the simulator in one network namespace, the controller in another, joined by a veth pair.
 
 Each namespace has a loopback, its end of the veth and a private 10.254.x.0/30 address,
-and every process a /dev/shm of its own (``skelarm_ros.netns``), so the DDS traffic
+and every process a /dev/shm of its own (``skelarm_ros.cli.netns``), so the DDS traffic
 between the two hosts can only cross the veth, as between two machines. Skipped with the
 reason where namespaces cannot be created (they need root).
 """
@@ -20,9 +20,9 @@ import pytest
 import skelarm
 from conftest import reference_run
 
-from skelarm_ros import netns
-from skelarm_ros.engine import ArmEngine
-from skelarm_ros.scenario import load_arm
+from skelarm_ros.cli import netns
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm
 
 pytestmark = pytest.mark.slow
 

@@ -13,11 +13,11 @@ import urdf_samples as samples
 from conftest import random_arm, robot_files, scenario_file
 from urdf_parser_py.urdf import URDF, Box
 
-from skelarm_ros.engine import build_model
 from skelarm_ros.interface import default_joint_names
-from skelarm_ros.scenario import load_arm
-from skelarm_ros.urdf import DEFAULT_EFFORT_LIMIT, LINK_WIDTH, link_names, skeleton_to_urdf
-from skelarm_ros.urdf_reader import URDFError, skeleton_from_urdf
+from skelarm_ros.sim.engine import build_model
+from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.urdf import DEFAULT_EFFORT_LIMIT, LINK_WIDTH, link_names, skeleton_to_urdf
+from skelarm_ros.sim.urdf_reader import URDFError, skeleton_from_urdf
 
 ROBOT_FILES = robot_files()
 
@@ -425,7 +425,7 @@ def description_bag(path: Path, description: str, names: list[str]) -> Path:
 
 
 def test_bag_to_log_embeds_a_planar_drivers_skeleton(tmp_path: Path) -> None:
-    from skelarm_ros.bag_to_log import bag_to_log
+    from skelarm_ros.bags.bag_to_log import bag_to_log
 
     bag = description_bag(tmp_path / "planar", samples.PLANAR_THREE_LINK, ["shoulder", "elbow", "wrist"])
     summary = bag_to_log(bag, tmp_path / "planar.sklog.npz")
@@ -435,7 +435,7 @@ def test_bag_to_log_embeds_a_planar_drivers_skeleton(tmp_path: Path) -> None:
 
 
 def test_bag_to_log_embeds_no_skeleton_from_a_non_planar_description_and_says_why(tmp_path: Path, capsys) -> None:
-    from skelarm_ros.bag_to_log import main
+    from skelarm_ros.bags.bag_to_log import main
 
     bag = description_bag(
         tmp_path / "ur", samples.UR_LIKE, ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint"]

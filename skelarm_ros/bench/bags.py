@@ -70,8 +70,8 @@ def raw_rate(path: Path) -> float:
 
 _MEMORY = """
 import json, sys, tracemalloc
-from skelarm_ros.bag_to_log import bag_to_log
-from skelarm_ros.logfile import read_log
+from skelarm_ros.bags.bag_to_log import bag_to_log
+from skelarm_ros.bags.logfile import read_log
 tracemalloc.start()
 bag_to_log(sys.argv[1], sys.argv[2])
 peak = tracemalloc.get_traced_memory()[1]
@@ -83,8 +83,8 @@ print(json.dumps({"peak": peak, "arrays": sum(a.nbytes for a in arrays.values())
 
 def run(quick: bool = False) -> None:
     """Print throughput ratios and the peak-memory ratio."""
-    from skelarm_ros.bag_to_log import bag_to_log
-    from skelarm_ros.bags import Bag
+    from skelarm_ros.bags.bag_to_log import bag_to_log
+    from skelarm_ros.bags.reader import Bag
 
     count = 10_000 if quick else 100_000
     with tempfile.TemporaryDirectory(prefix="skelarm-bench-bags-") as folder:

@@ -12,7 +12,7 @@ simulator restarts into a running graph, or starts after its controller).
 
 It runs with Fast DDS's shared-memory transport (rmw_fastrtps_cpp with
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, the default here) and with the package's
-UDP-only loopback profile (:mod:`skelarm_ros.transport`), the rounds of the two
+UDP-only loopback profile (:mod:`skelarm_ros.cli.transport`), the rounds of the two
 interleaved; then, as the price of the profile, the lockstep rate of the real simulator
 and controller on each (as ``bench loop`` measures it). With shared memory, the
 talker's first message to each participant opens that participant's port, and when
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skelarm_ros.bench.loop import Workspace, end_process, lockstep_rate
-from skelarm_ros.transport import udp_localhost_environment
+from skelarm_ros.cli.transport import udp_localhost_environment
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

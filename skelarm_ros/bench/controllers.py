@@ -13,7 +13,7 @@ import numpy as np
 import skelarm
 
 from skelarm_ros.control.twins import has_fast_model, with_fast_model
-from skelarm_ros.engine import sync_skeleton
+from skelarm_ros.sim.engine import sync_skeleton
 
 DT = 0.002
 _TYPES = {

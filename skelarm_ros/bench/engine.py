@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import skelarm
 
-from skelarm_ros.engine import ArmEngine, sync_skeleton
+from skelarm_ros.sim.engine import ArmEngine, sync_skeleton
 
 TARGET_RATIO_4_LINKS = 300.0
 

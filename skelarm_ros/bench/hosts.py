@@ -3,7 +3,7 @@
 
 """Lockstep across two hosts: the simulator in one network namespace, the controller in another.
 
-The two hosts are two network namespaces joined by a veth pair (:mod:`skelarm_ros.netns`),
+The two hosts are two network namespaces joined by a veth pair (:mod:`skelarm_ros.cli.netns`),
 each process with its host's own ``/dev/shm``, so the traffic between them is UDP over
 the veth as between two machines (without a physical wire's latency). Side by side in
 one run, interleaved so that each meets the same load:
@@ -31,8 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skelarm_ros import netns
 from skelarm_ros.bench.loop import end_process, node_args
+from skelarm_ros.cli import netns
 
 SCENARIO = "reach"
 START_TIMEOUT = 60.0  # s for the processes to start and find each other
@@ -70,7 +70,7 @@ def lockstep_rate(pair: netns.HostPair, where: str, discovery: str, duration: fl
         ``"same"`` (the controller on ``pair.a`` too) or ``"other"`` (on ``pair.b``).
     discovery : str
         ``"localhost"`` (the default transports: shared memory on one host) or one of
-        :data:`skelarm_ros.netns.DISCOVERY`.
+        :data:`skelarm_ros.cli.netns.DISCOVERY`.
     duration : float
         Simulated seconds.
     folder : Path

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from skelarm_ros.control import build_control_loop
-from skelarm_ros.engine import ArmEngine, run_controlled
 from skelarm_ros.identification import consistency, data, regressor
-from skelarm_ros.identify import identify
-from skelarm_ros.scenario import JointDrive, load_arm
+from skelarm_ros.identification.identify import identify
+from skelarm_ros.sim.engine import ArmEngine, run_controlled
+from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 TARGET_SECONDS = 1.0
 DRIVE = JointDrive.of(

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skelarm_ros.lifecycle import RUN_SUMMARY
-from skelarm_ros.scenario import resolve_scenario
+from skelarm_ros.sim.run import RUN_SUMMARY
+from skelarm_ros.sim.scenario import resolve_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -129,7 +129,7 @@ def _ping_pong_qos() -> QoSProfile:
 def ping(count: int, joints: int, executor_kind: str, raw: bool = False) -> int:
     """Send ``count`` JointState messages one after the other, each after the answer to the last; print the time.
 
-    With ``raw`` the messages go out and come back as bytes (:mod:`skelarm_ros.cdr`), as the nodes send theirs.
+    With ``raw`` the messages go out and come back as bytes (:mod:`skelarm_ros.bags.cdr`), as the nodes send theirs.
     """
     import struct
 
@@ -137,7 +137,7 @@ def ping(count: int, joints: int, executor_kind: str, raw: bool = False) -> int:
     from rclpy.task import Future
     from sensor_msgs.msg import JointState
 
-    from skelarm_ros.cdr import JointStateWriter
+    from skelarm_ros.bags.cdr import JointStateWriter
 
     rclpy.init()
     node = rclpy.create_node("loop_ping")
@@ -201,7 +201,7 @@ def pong(executor_kind: str, raw: bool = False) -> int:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
 
-    from skelarm_ros.cdr import JointStateLayout, JointStateWriter
+    from skelarm_ros.bags.cdr import JointStateLayout, JointStateWriter
 
     rclpy.init()
     node = rclpy.create_node("loop_pong")

@@ -4,7 +4,7 @@
 """Several arms on one machine, each in its own namespace with its own controller (realtime).
 
 Each arm is the graph ``skelarm-ros launch sim namespace:=armK duration:=...`` describes
-(:func:`skelarm_ros.graph.describe`), with ``publish_clock:=false`` (every simulator would
+(:func:`skelarm_ros.cli.graph.describe`), with ``publish_clock:=false`` (every simulator would
 publish the one absolute ``/clock``) and ``command_interface:=joint_commands``, so each
 command carries the stamp of the state it was computed from. Every arm's graph runs
 through the launcher's runner, all at once, until its simulator ends its duration.
@@ -24,9 +24,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from skelarm_ros.graph import NodeSpec, ParameterValue, describe
-from skelarm_ros.launcher import Runner, plan
-from skelarm_ros.scenario import load_scenario
+from skelarm_ros.cli.graph import NodeSpec, ParameterValue, describe
+from skelarm_ros.cli.launcher import Runner, plan
+from skelarm_ros.sim.scenario import load_scenario
 
 SETTLE = 1.0  # simulated seconds after the task's duration
 ANSWERED = re.compile(r"(\d+) of (\d+) steps \([^)]*\) applied the command answering the state before them")

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import rclpy
 
-from skelarm_ros.bags import open_bag
+from skelarm_ros.bags.reader import open_bag
+from skelarm_ros.bags.replay import PlayOptions, ReaderWait
 from skelarm_ros.bench.bags import write_bench_bag
 from skelarm_ros.nodes.player import PlayerNode, PlayerSettings
 from skelarm_ros.nodes.spinning import events_executor, spin_until
-from skelarm_ros.replay import PlayOptions, ReaderWait
 
 READER_IDLE = 2.0  # s without a message after which the reader process reports and exits
 _READER = f"""

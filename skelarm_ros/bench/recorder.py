@@ -7,7 +7,7 @@ Side by side, in one run, for sqlite3 and MCAP storage:
 
 - **rosbags raw**: ``Writer.write`` of serialized JointState messages (6 joints) in
   one thread, nothing else (the ceiling of any recorder written with rosbags);
-- **recording core**: the same messages through :class:`skelarm_ros.recording.Recording`
+- **recording core**: the same messages through :class:`skelarm_ros.bags.recording.Recording`
   (the write queue and its writer thread), from one thread;
 - **recorder node**: a recorder process (``skelarm_ros.nodes.recorder``) records a
   publisher process that publishes JointState bytes, reliable and keep-all (as a
@@ -37,9 +37,9 @@ from rosbags.rosbag2 import Writer
 from rosbags.typesys import Stores, get_typestore
 from ruamel.yaml import YAML
 
+from skelarm_ros.bags.recording import STORAGES, Recording, plan_topic
 from skelarm_ros.bench.loop import _environment, _start
 from skelarm_ros.interface import JOINT_STATE_TYPE, JOINT_STATES
-from skelarm_ros.recording import STORAGES, Recording, plan_topic
 
 JOINTS = 6
 SECONDS = 3.0  # s each publisher rate is held

@@ -32,10 +32,10 @@ BARE_NODE = "rclpy node"
 BARE_NUMPY = "numpy"
 MODULES: dict[str, str] = {
     **{name: target.split(":")[0] for name, target in EXECUTABLES.items()},
-    "launch": "skelarm_ros.launcher",
-    "plot": "skelarm_ros.plot",
-    "compare": "skelarm_ros.compare",
-    "demo": "skelarm_ros.demo",
+    "launch": "skelarm_ros.cli.launcher",
+    "plot": "skelarm_ros.cli.plot",
+    "compare": "skelarm_ros.cli.compare",
+    "demo": "skelarm_ros.cli.demo",
 }
 """Each executable (``ros2 run`` / ``skelarm-ros``) and the module it runs."""
 

@@ -28,8 +28,6 @@ from skelarm.reaching import EndpointController
 
 from skelarm_ros.control.plugins import load_controller_plugins
 from skelarm_ros.control.twins import reads_joints_only, with_fast_model
-from skelarm_ros.conversions import NameOrder, Rejected
-from skelarm_ros.engine import set_joints, sync_skeleton
 from skelarm_ros.interface import (
     BASE_FRAME,
     NANOSECONDS,
@@ -40,7 +38,9 @@ from skelarm_ros.interface import (
     check_non_negative,
     check_positive,
 )
-from skelarm_ros.scenario import ScenarioError, load_scenario
+from skelarm_ros.sim.conversions import NameOrder, Rejected
+from skelarm_ros.sim.engine import set_joints, sync_skeleton
+from skelarm_ros.sim.scenario import ScenarioError, load_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

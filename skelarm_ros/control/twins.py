@@ -6,7 +6,7 @@
 skelarm's computed torque, inverse-dynamics feed-forward PD and MPC compute their
 model with skelarm's clear but slow recursive dynamics. :func:`with_fast_model` wraps
 what :func:`skelarm.build_controller` returned (same reference, gains and weights) in a
-twin that takes its model from the Pinocchio :class:`~skelarm_ros.engine.ArmEngine`; the
+twin that takes its model from the Pinocchio :class:`~skelarm_ros.sim.engine.ArmEngine`; the
 result equals skelarm's to rounding, and the twins' joint reference samples equal
 skelarm's to the bit. The twins reach skelarm's private controller state only through
 :mod:`skelarm_ros.control.skelarm_internals`.
@@ -34,7 +34,7 @@ from skelarm_ros.control.skelarm_internals import (
     store_tracking,
     take_over,
 )
-from skelarm_ros.engine import ArmEngine
+from skelarm_ros.sim.engine import ArmEngine
 
 if TYPE_CHECKING:
     import skelarm

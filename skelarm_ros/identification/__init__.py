@@ -5,7 +5,7 @@
 
 The stages, each a module:
 
-- :mod:`~skelarm_ros.identification.data`: read bags (through :func:`skelarm_ros.bag_to_log.bag_to_log`)
+- :mod:`~skelarm_ros.identification.data`: read bags (through :func:`skelarm_ros.bags.bag_to_log.bag_to_log`)
   and ``.sklog.npz`` logs, apply their conventions (joint order, clock, which torque the
   effort is and over which step it acted), drop masked samples, differentiate the velocity.
 - :mod:`~skelarm_ros.identification.regressor`: the FIGAROH regressor of the arm's

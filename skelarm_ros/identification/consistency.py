@@ -43,7 +43,7 @@ import pinocchio as pin
 
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.regressor import PLANAR_KEYS, TERM_KEYS
-from skelarm_ros.scenario import JointDrive
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -3,7 +3,7 @@
 
 """Recorded runs as identification samples: conventions applied, masked samples dropped, velocity differentiated.
 
-A bag is converted with :func:`skelarm_ros.bag_to_log.bag_to_log` to a temporary log
+A bag is converted with :func:`skelarm_ros.bags.bag_to_log.bag_to_log` to a temporary log
 and read back with :meth:`skelarm.StateLog.load`, so bags and logs go through one
 path and a bag is read with exactly ``bag_to_log``'s conventions (docs/bags.md):
 joint names and order, the clock, the valid-sample masks, and which torque the effort
@@ -315,7 +315,7 @@ class BagOptions:
 
 def _bag_log(path: Path, options: BagOptions, notes: list[str]) -> skelarm.StateLog:
     """Convert a bag with ``bag_to_log`` to a temporary log and read it back."""
-    from skelarm_ros.bag_to_log import bag_to_log
+    from skelarm_ros.bags.bag_to_log import bag_to_log
 
     with tempfile.TemporaryDirectory(prefix="skelarm-identify-") as folder:
         output = Path(folder) / "run.sklog.npz"

@@ -30,7 +30,7 @@ from its own YAML configuration, filters with edge transients and defaults to
 decimating and plotting (docs/identification.md). FIGAROH needs the caller to set
 ``act_idxq`` / ``act_idxv`` and to turn its model components (friction, actuator
 inertia, joint offsets) off explicitly; the Pinocchio model is the simulator's
-(:func:`skelarm_ros.engine.build_model`: same joints, placements and planar gravity,
+(:func:`skelarm_ros.sim.engine.build_model`: same joints, placements and planar gravity,
 set on the model after it is built), with each link's rotational inertia written as
 ``diag(i/2, i/2, i)`` (a flat plate, which FIGAROH's physical-consistency check
 accepts; ``diag(0, 0, i)`` it rejects). Only ``Izz`` acts in the plane.
@@ -49,10 +49,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 
-from skelarm_ros.engine import ArmEngine, build_model
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import check_cutoff, lowpass
-from skelarm_ros.scenario import JointDrive
+from skelarm_ros.sim.engine import ArmEngine, build_model
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -106,7 +106,7 @@ def figaroh_model(skeleton: skelarm.Skeleton, grav_vec: ArrayLike | None = None)
     Returns
     -------
     pin.Model
-        Joints ``j1 ... jN`` as :func:`skelarm_ros.engine.build_model` places them, each
+        Joints ``j1 ... jN`` as :func:`skelarm_ros.sim.engine.build_model` places them, each
         link's inertia ``diag(i/2, i/2, i)`` about its centre of mass.
     """
     model, _ = build_model(skeleton, grav_vec)

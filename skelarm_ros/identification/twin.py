@@ -7,7 +7,7 @@ The twin keeps the prior's geometry (base, lengths, joint limits) and takes the
 identified masses, centres of mass and inertias, and each joint's identified armature,
 viscous and Coulomb friction as the per-link keys ``armature``, ``viscous`` and
 ``coulomb`` (skelarm ignores keys it does not know, so the file loads there too; this
-package's simulator runs them, :class:`skelarm_ros.engine.ArmEngine`). With a prior
+package's simulator runs them, :class:`skelarm_ros.sim.engine.ArmEngine`). With a prior
 scenario every other table of it is kept as it was, so the output runs as a scenario at
 once. An ``[identification]`` table records how the twin was made (inputs, base
 parameters with their standard deviations, condition number, residuals, the torque
@@ -28,10 +28,10 @@ import pinocchio as pin
 import skelarm
 from skelarm.recording import dump_toml
 
-from skelarm_ros.engine import build_model
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import GAP_FACTOR, lowpass
 from skelarm_ros.outputs import agg_figure
+from skelarm_ros.sim.engine import build_model
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from skelarm_ros.identification.consistency import ConsistentSet
     from skelarm_ros.identification.data import Samples
-    from skelarm_ros.scenario import JointDrive
+    from skelarm_ros.sim.scenario import JointDrive
 
 TABLE = "identification"
 _PLOT_POINTS = 1200  # samples drawn per line at most

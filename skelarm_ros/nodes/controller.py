@@ -18,10 +18,9 @@ from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from skelarm_ros.cdr import JointStateWriter
+from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
-from skelarm_ros.conversions import Rejected
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMAND_INTERFACES,
@@ -52,6 +51,7 @@ from skelarm_ros.nodes.kit import (
     strings,
     text,
 )
+from skelarm_ros.sim.conversions import Rejected
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -153,7 +153,7 @@ class ControllerNode(KitNode):
             event_callbacks=readers.publisher_events(),
         )
         readers.endpoint = self.command_pub
-        # joint_commands go out as bytes (skelarm_ros.cdr): the stamp and efforts written into a template.
+        # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and efforts written into a template.
         self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run

@@ -3,7 +3,7 @@
 
 """The ``force_replay`` node: plays a recorded tip force on ``tip_wrench``.
 
-A thin shell around :class:`skelarm_ros.forces.ForcePlayer`. With ``timing:=clock``
+A thin shell around :class:`skelarm_ros.bags.forces.ForcePlayer`. With ``timing:=clock``
 (the default) it publishes one wrench per new ``/clock`` time t_k, stamped t_k, so a
 lockstep simulator with ``wait_for_wrench:=true`` gets the force of each step before
 it integrates; with ``timing:=timer`` it publishes on its own timer at the step
@@ -19,7 +19,7 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from skelarm_ros.forces import MODES, STEPPED, ForcePlayer, RecordedForce, load_force
+from skelarm_ros.bags.forces import MODES, STEPPED, ForcePlayer, RecordedForce, load_force
 from skelarm_ros.interface import BASE_FRAME, CLOCK, TIP_WRENCH, stamp_to_seconds
 from skelarm_ros.nodes.kit import (
     KEEP_ALL,
@@ -33,7 +33,7 @@ from skelarm_ros.nodes.kit import (
     run_node,
     text,
 )
-from skelarm_ros.scenario import load_arm
+from skelarm_ros.sim.scenario import load_arm
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,7 +17,7 @@
   the node does not have; :func:`live_parameters` validates a whole set before
   applying any of it.
 - :class:`JointStateInput` reads ``sensor_msgs/JointState`` as bytes, directly when of
-  a known layout (:mod:`skelarm_ros.cdr`), through rclpy otherwise.
+  a known layout (:mod:`skelarm_ros.bags.cdr`), through rclpy otherwise.
 - :class:`HeldBack` holds messages back, in order, until the readers a graph starts
   are matched.
 """
@@ -58,10 +58,10 @@ from rclpy.task import Future
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 
-from skelarm_ros.cdr import JointStateLayout
+from skelarm_ros.bags.cdr import JointStateLayout
 from skelarm_ros.interface import check_choice, check_count, check_non_negative, check_positive
-from skelarm_ros.lifecycle import ERROR, WARNING
 from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, stop_requested, try_shutdown
+from skelarm_ros.sim.run import ERROR, WARNING
 from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, restore_signals, take_signals
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from rclpy.publisher import Publisher
     from rclpy.timer import Timer
 
-    from skelarm_ros.lifecycle import Say
+    from skelarm_ros.sim.run import Say
 
 CHECK_PERIOD = 0.02  # s, how often held-back messages look for their readers
 
@@ -243,7 +243,7 @@ def _run(factory: Callable[[], KitNode], name: str, doc: str) -> int:
 
 
 def say(node: Node, said: Sequence[Say]) -> None:
-    """Log what a core object says (:class:`skelarm_ros.lifecycle.Say` items) on the node's logger."""
+    """Log what a core object says (:class:`skelarm_ros.sim.run.Say` items) on the node's logger."""
     for item in said:  # one call site per level: rclpy ties a call site to one severity
         if item.level == ERROR:
             node.get_logger().error(item.text)

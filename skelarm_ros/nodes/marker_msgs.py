@@ -1,7 +1,7 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""``visualization_msgs/MarkerArray`` messages from the plain marker shapes of :mod:`skelarm_ros.markers`.
+"""``visualization_msgs/MarkerArray`` messages from the plain marker shapes of :mod:`skelarm_ros.sim.markers`.
 
 Intended use, in the node that owns the arm's state (the simulator)::
 
@@ -33,7 +33,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from skelarm_ros.interface import BASE_FRAME, MARKERS, TARGET
-from skelarm_ros.markers import (
+from skelarm_ros.sim.markers import (
     SIMULATOR_PARTS,
     ArmGeometry,
     Goal,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from rclpy.node import Node
     from skelarm import Skeleton
 
-    from skelarm_ros.markers import MarkerShape
+    from skelarm_ros.sim.markers import MarkerShape
 
 _TYPES = {
     MarkerKind.LINE_STRIP: Marker.LINE_STRIP,
@@ -65,9 +65,9 @@ _TYPES = {
 
 
 def to_marker(shape: MarkerShape, stamp: Time, frame_id: str = BASE_FRAME) -> Marker:
-    """Build one ``Marker`` from a :class:`~skelarm_ros.markers.MarkerShape`.
+    """Build one ``Marker`` from a :class:`~skelarm_ros.sim.markers.MarkerShape`.
 
-    A :attr:`~skelarm_ros.markers.MarkerKind.SPHERE` is placed by its pose (at the
+    A :attr:`~skelarm_ros.sim.markers.MarkerKind.SPHERE` is placed by its pose (at the
     shape's first point); every other kind carries its points. A hidden shape
     becomes a ``DELETE`` for its namespace and id.
     """
@@ -112,16 +112,16 @@ def arm_markers(
     frame_id : str, optional
         The plane's frame (default ``base``).
     **options : Any
-        What else to draw, passed to :func:`skelarm_ros.markers.scene`: ``trail``
-        (a :class:`~skelarm_ros.markers.TipTrail`), ``force`` ``(fx, fy)`` in N,
+        What else to draw, passed to :func:`skelarm_ros.sim.markers.scene`: ``trail``
+        (a :class:`~skelarm_ros.sim.markers.TipTrail`), ``force`` ``(fx, fy)`` in N,
         ``target`` ``(x, y)``, ``tolerance`` (m), ``equilibrium`` ``(x, y)``,
         ``style``, ``target_color`` and ``parts`` (the simulator passes
-        :data:`~skelarm_ros.markers.SIMULATOR_PARTS`).
+        :data:`~skelarm_ros.sim.markers.SIMULATOR_PARTS`).
 
     Returns
     -------
     MarkerArray
-        One marker per namespace of the parts drawn, in the order of :func:`~skelarm_ros.markers.scene`.
+        One marker per namespace of the parts drawn, in the order of :func:`~skelarm_ros.sim.markers.scene`.
 
     Raises
     ------

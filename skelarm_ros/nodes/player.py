@@ -7,11 +7,11 @@
 [--delay S] [--remap FROM:=TO ...] [--wait-for-all-acked [MS]] [--start-paused]
 [--wait-for-subscribers N|TOPIC:=N ...]``
 
-Every format :mod:`skelarm_ros.bags` reads plays (sqlite3, MCAP, split, compressed,
+Every format :mod:`skelarm_ros.bags.reader` reads plays (sqlite3, MCAP, split, compressed,
 a truncated MCAP up to its last complete chunk, ROS 1 bags as their ROS 2 types).
 Each message's recorded bytes are published unchanged at its log time scaled by the
-rate, with the QoS the bag recorded. A thin shell around :mod:`skelarm_ros.replay`:
-a play thread publishes what :class:`~skelarm_ros.replay.Playback` says is due and
+rate, with the QoS the bag recorded. A thin shell around :mod:`skelarm_ros.bags.replay`:
+a play thread publishes what :class:`~skelarm_ros.bags.replay.Playback` says is due and
 sleeps until the next message; the executor serves the services (std_srvs/Trigger:
 ``~/pause``, ``~/resume``, ``~/toggle_paused``, ``~/is_paused``, ``~/play_next``,
 ``~/stop``; see docs/replay.md for how they map onto rosbag2_interfaces'). The node
@@ -35,9 +35,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_srvs.srv import Trigger
 
-from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
-from skelarm_ros.nodes.kit import KitNode, run_node
-from skelarm_ros.replay import (
+from skelarm_ros.bags.replay import (
     BagFrames,
     Frame,
     Playback,
@@ -51,13 +49,15 @@ from skelarm_ros.replay import (
     parse_remap,
     plan_topics,
 )
+from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
+from skelarm_ros.nodes.kit import KitNode, run_node
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from rclpy.publisher import Publisher
 
-    from skelarm_ros.bags import TopicQos
+    from skelarm_ros.bags.reader import TopicQos
 
 NODE_NAME = "player"
 DEFAULT_CLOCK_HZ = 40.0  # --clock without a rate, as ros2 bag play

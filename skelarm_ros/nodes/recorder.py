@@ -9,10 +9,10 @@ Topics are found by discovery (every ``discovery_period``): the names in the
 every publisher is (else best effort) and transient local when every publisher is,
 and written with its message definition, every publisher's offered QoS profile and
 the type hash the publishers announce, as rosbag2 writes them
-(:mod:`skelarm_ros.recording`).
+(:mod:`skelarm_ros.bags.recording`).
 
 The node only takes messages: each goes with its log time (the node's clock) into
-the bounded write queue of a :class:`skelarm_ros.recording.Recording`, whose own
+the bounded write queue of a :class:`skelarm_ros.bags.recording.Recording`, whose own
 thread writes the bag. It spins on rclpy's EventsExecutor, which sustains several
 times the single-threaded executor's rate at less CPU per message (docs/bags.md,
 ``skelarm-ros bench recorder``). Keep-all reliable subscriptions lose nothing: when
@@ -43,9 +43,7 @@ import rclpy
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
-from skelarm_ros.nodes.kit import KitNode, Param, choice, count, declare_parameters, number, run_node, text
-from skelarm_ros.recording import (
+from skelarm_ros.bags.recording import (
     DEFAULT_CACHE_SIZE,
     STORAGES,
     OfferedQos,
@@ -53,11 +51,13 @@ from skelarm_ros.recording import (
     RecordingError,
     plan_topic,
 )
+from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
+from skelarm_ros.nodes.kit import KitNode, Param, choice, count, declare_parameters, number, run_node, text
 
 if TYPE_CHECKING:
     from rclpy.subscription import Subscription
 
-    from skelarm_ros.recording import RecordingSummary, TopicPlan
+    from skelarm_ros.bags.recording import RecordingSummary, TopicPlan
 
 NODE_NAME = "recorder"
 DOC = "docs/bags.md"

@@ -3,8 +3,8 @@
 
 """The ``simulator`` node: integrates a skelarm arm and publishes its state.
 
-A thin shell: :class:`skelarm_ros.simulation.Simulation` holds the arm and its
-inputs, :class:`skelarm_ros.lifecycle.SimulatorRun` decides when the run starts,
+A thin shell: :class:`skelarm_ros.sim.simulation.Simulation` holds the arm and its
+inputs, :class:`skelarm_ros.sim.run.SimulatorRun` decides when the run starts,
 waits, lapses and ends; this node declares the parameters, wires topics, services
 and timers, and says what the run says. In ``realtime`` mode a timer steps the arm
 under the newest command; in ``lockstep`` mode each step waits for the command
@@ -24,8 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 
-from skelarm_ros.cdr import JointStateWriter
-from skelarm_ros.conversions import Rejected
+from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.interface import (
     BASE_FRAME,
     CLOCK,
@@ -46,7 +45,6 @@ from skelarm_ros.interface import (
     stamp_text,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.lifecycle import SimulatorRun, start_missing
 from skelarm_ros.nodes.kit import (
     KEEP_ALL,
     LATCHED,
@@ -69,9 +67,11 @@ from skelarm_ros.nodes.kit import (
     text,
 )
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
-from skelarm_ros.scenario import load_arm
-from skelarm_ros.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
-from skelarm_ros.urdf import skeleton_to_urdf
+from skelarm_ros.sim.conversions import Rejected
+from skelarm_ros.sim.run import SimulatorRun, start_missing
+from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
+from skelarm_ros.sim.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -413,7 +413,7 @@ class SimulatorNode(KitNode):
             self.finish(self.run.code or 1)
 
     def start_missing(self) -> list[str]:
-        """Return what step 0 still waits for (:func:`skelarm_ros.lifecycle.start_missing`), from the graph."""
+        """Return what step 0 still waits for (:func:`skelarm_ros.sim.run.start_missing`), from the graph."""
         return start_missing(
             self.command_sub.get_publisher_count(),
             publishing_nodes(self, self.command_sub.topic_name),

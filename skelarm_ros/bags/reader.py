@@ -31,8 +31,8 @@ from rosbags.interfaces import Connection, MessageDefinitionFormat
 from rosbags.serde import SerdeError
 from rosbags.typesys import Stores, TypesysError, get_types_from_idl, get_types_from_msg, get_typestore
 
-from skelarm_ros.logfile import printable
-from skelarm_ros.rosbags_adapter import (
+from skelarm_ros.bags.logfile import printable
+from skelarm_ros.bags.rosbags_adapter import (
     MCAP_MAGIC,
     READ_ERRORS,
     RawMessage,
@@ -514,7 +514,7 @@ def ros2_converter(bag: Bag, msgtype: str) -> Conversion | None:
     """Return how to play a ROS 1 bag's ``msgtype`` as its ROS 2 type, or ``None`` when ROS 2 has none.
 
     The bytes are rewritten with rosbags' converter (what ``rosbags-convert`` uses,
-    :func:`skelarm_ros.rosbags_adapter.ros1_to_ros2`): the same fields written again
+    :func:`skelarm_ros.bags.rosbags_adapter.ros1_to_ros2`): the same fields written again
     as CDR (a header's ``seq`` dropped), a type whose fields differ migrated by name.
 
     Parameters

@@ -3,12 +3,12 @@
 
 """The simulator's per-step logic, without ROS.
 
-:class:`Simulation` holds the arm (an :class:`~skelarm_ros.engine.ArmEngine`), the
+:class:`Simulation` holds the arm (an :class:`~skelarm_ros.sim.engine.ArmEngine`), the
 newest effort command and tip force, and the rules the simulator node applies to
 them: zero-order hold, ``effort_limits`` clamping, reset, counting rejected
 messages per kind, and stopping (without crashing) when the state becomes
 non-finite. When the run starts, waits, lapses and ends is
-:class:`skelarm_ros.lifecycle.SimulatorRun`'s.
+:class:`skelarm_ros.sim.run.SimulatorRun`'s.
 :class:`LockstepPairing` pairs the command (and tip force) with the step they
 belong to by the exact stamp in nanoseconds (docs/interfaces.md, lockstep protocol).
 
@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skelarm_ros.conversions import NameOrder, Rejected, effort_array, planar_force
-from skelarm_ros.engine import ArmEngine, NonFiniteStateError
 from skelarm_ros.interface import (
     check_effort_limits,
     check_joint_names,
@@ -32,14 +30,16 @@ from skelarm_ros.interface import (
     seconds_to_nanoseconds,
     seconds_to_stamp,
 )
-from skelarm_ros.lifecycle import AnswerCount
+from skelarm_ros.sim.conversions import NameOrder, Rejected, effort_array, planar_force
+from skelarm_ros.sim.engine import ArmEngine, NonFiniteStateError
+from skelarm_ros.sim.run import AnswerCount
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
 
-    from skelarm_ros.scenario import ArmSetup
+    from skelarm_ros.sim.scenario import ArmSetup
 
 # Kinds of rejected or ignored messages, as counted and reported.
 COMMAND = "command"
@@ -54,7 +54,7 @@ class Simulation:
     Parameters
     ----------
     arm : ArmSetup
-        Robot, initial state, step and limits (from :func:`skelarm_ros.scenario.load_arm`).
+        Robot, initial state, step and limits (from :func:`skelarm_ros.sim.scenario.load_arm`).
     joint_names : Sequence[str], optional
         The joints' names; empty for ``j1 ... jN``.
     dt : float, optional
@@ -112,9 +112,7 @@ class Simulation:
         self._zero = np.zeros(num_joints)
         self._command: NDArray[np.float64] | None = None
         self._command_stamp: int | None = None
-        self.answered = (
-            AnswerCount()
-        )  # the run's figure (skelarm_ros.lifecycle), counted where a step takes its command
+        self.answered = AnswerCount()  # the run's figure (skelarm_ros.sim.run), counted where a step takes its command
         self.force = np.zeros(2)
         self.applied_force = self.force
 
@@ -203,7 +201,7 @@ class Simulation:
     def held_command(self, live: bool) -> NDArray[np.float64]:
         """Return the command to apply now: the newest while ``live``, else zero.
 
-        ``live`` is the watchdog's word (:meth:`skelarm_ros.lifecycle.SimulatorRun.command_live`).
+        ``live`` is the watchdog's word (:meth:`skelarm_ros.sim.run.SimulatorRun.command_live`).
         Once a stamped command has been held, each call also counts in :attr:`answered`
         whether the held command answers the present state (its stamp is the present
         state's): the share of steps that applied a command computed from the state

@@ -3,7 +3,7 @@
 
 """``bag_to_log``: a bag's joint states, commands and wrench as a skelarm ``.sklog.npz``.
 
-The bag is streamed once with :mod:`skelarm_ros.bags`; values go straight into
+The bag is streamed once with :mod:`skelarm_ros.bags.reader`; values go straight into
 numpy arrays grown in chunks, so memory follows the output arrays, not the bag.
 Everything else the log needs to be understood later (joint names and order, the
 clock, the effort's kind, unit, source and timing, topics and types, the source
@@ -17,7 +17,7 @@ log's ``[extra]`` table. Missing values are NaN and marked ``False`` in the
    controller channels, ``robot_description``), given or found, and checked;
 2. :func:`collect`: one streaming pass over them into growing arrays (joint states
    of one repeated layout read straight from their bytes by
-   :class:`skelarm_ros.cdr.JointStateLayout`; commands logged before the first state
+   :class:`skelarm_ros.bags.cdr.JointStateLayout`; commands logged before the first state
    kept for it);
 3. :func:`align`: every stream held onto the joint states' times on the chosen
    clock, giving the log's channels, masks and time axis;
@@ -25,7 +25,7 @@ log's ``[extra]`` table. Missing values are NaN and marked ``False`` in the
    ``robot_description``;
 5. :func:`log_extra`: the ``[extra]`` table.
 
-The log is written by :func:`skelarm_ros.logfile.write_log`.
+The log is written by :func:`skelarm_ros.bags.logfile.write_log`.
 
 This module does not import rclpy.
 """
@@ -46,8 +46,9 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from skelarm_ros import __version__
-from skelarm_ros.bags import Bag, BagError, open_bag
-from skelarm_ros.cdr import JointStateLayout
+from skelarm_ros.bags.cdr import JointStateLayout
+from skelarm_ros.bags.logfile import LogFileError, write_log
+from skelarm_ros.bags.reader import Bag, BagError, open_bag
 from skelarm_ros.interface import (
     EFFORT_COMMANDS,
     FLOAT_ARRAY_TYPE,
@@ -67,10 +68,9 @@ from skelarm_ros.interface import (
     split_names,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.logfile import LogFileError, write_log
 from skelarm_ros.outputs import add_force_option, check_new
-from skelarm_ros.scenario import ScenarioError, load_arm
-from skelarm_ros.urdf_reader import URDFError, skeleton_from_urdf
+from skelarm_ros.sim.scenario import ScenarioError, load_arm
+from skelarm_ros.sim.urdf_reader import URDFError, skeleton_from_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -78,9 +78,9 @@ if TYPE_CHECKING:
     import skelarm
     from numpy.typing import NDArray
 
-    from skelarm_ros.scenario import ArmSetup
+    from skelarm_ros.sim.scenario import ArmSetup
 
-TOOL = "skelarm_ros.bag_to_log"
+TOOL = "skelarm_ros.bags.bag_to_log"
 CLOCKS = ("header", "log")
 AUTO_COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS)
 """Command topics looked for next to the joint states, in this order."""

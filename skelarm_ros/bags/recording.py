@@ -21,7 +21,7 @@ What the bag says is what rosbag2 (Jazzy) writes: the ROS distribution
 the type hash the publishers announce (:func:`plan_topic` has the rules), and in
 MCAP the channel metadata ``offered_qos_profiles`` and ``topic_type_hash``. rosbags
 writes its own name as the distribution and no ``topic_type_hash``;
-:func:`skelarm_ros.rosbags_adapter.rosbags_writer_as_rosbag2` changes that in rosbags'
+:func:`skelarm_ros.bags.rosbags_adapter.rosbags_writer_as_rosbag2` changes that in rosbags'
 writer (test/test_rosbags_adapter.py fails when rosbags moves what it changes).
 
 Messages the middleware reports lost (QoS message-lost events, for best-effort
@@ -46,8 +46,8 @@ from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, Qo
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
+from skelarm_ros.bags.rosbags_adapter import commit, rosbags_writer_as_rosbag2
 from skelarm_ros.interface import NANOSECONDS
-from skelarm_ros.rosbags_adapter import commit, rosbags_writer_as_rosbag2
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

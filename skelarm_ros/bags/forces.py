@@ -7,7 +7,7 @@ A recorded tip force is a list of sample times (increasing, at least two) and on
 force ``(fx, fy)`` per time, in newtons in ``base``. It is a zero-order hold: the
 sample at ``t_k`` acts over ``[t_k, t_k+1)``. The last sample marks the end of the
 record, so no force acts from it on, nor before the first sample. This is how
-skelarm's logs and :func:`skelarm_ros.engine.run_controlled` record ``ext_force``
+skelarm's logs and :func:`skelarm_ros.sim.engine.run_controlled` record ``ext_force``
 (the force of frame k acts over the step that starts at frame k; the final frame,
 which no step applies, records zero).
 
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from skelarm import StateLog
 
-from skelarm_ros.conversions import Rejected, planar_force
+from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.interface import WRENCH_TYPE, stamp_to_nanoseconds
-from skelarm_ros.logfile import LogFile, LogFileError, read_log
+from skelarm_ros.sim.conversions import Rejected, planar_force
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -263,7 +263,7 @@ class RecordedForce:
         -------
         Callable[[float], NDArray[np.float64]]
             ``force(t)``, the force to hold over the step starting at ``t``; fits
-            :func:`skelarm_ros.engine.run_controlled`'s ``force``.
+            :func:`skelarm_ros.sim.engine.run_controlled`'s ``force``.
 
         Raises
         ------
@@ -426,7 +426,7 @@ class RecordedForce:
         Parameters
         ----------
         path : str | Path
-            Any bag :func:`skelarm_ros.bags.open_bag` reads: a rosbag2 directory
+            Any bag :func:`skelarm_ros.bags.reader.open_bag` reads: a rosbag2 directory
             (sqlite3 or MCAP, split, compressed), a ``.db3`` / ``.mcap`` file or a ROS 1 ``.bag``.
         topic : str
             The wrench topic.
@@ -631,7 +631,7 @@ def _same_topic(name: str, wanted: str) -> bool:
 
 def _read_wrenches(path: Path, topic: str) -> Iterator[tuple[int, Any]]:
     """Yield ``(header stamp in ns, message)`` of a bag's WrenchStamped topic, in log order."""
-    from skelarm_ros.bags import BagError, open_bag
+    from skelarm_ros.bags.reader import BagError, open_bag
 
     source = f"bag '{path}'"
     try:

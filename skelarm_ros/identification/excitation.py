@@ -51,7 +51,7 @@ import pinocchio as pin
 import skelarm
 from skelarm.control import TrackingController
 
-from skelarm_ros.engine import build_model
+from skelarm_ros.sim.engine import build_model
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -30,7 +30,8 @@ import skelarm
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-from skelarm_ros.bags import qos_profile
+from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
+from skelarm_ros.bags.reader import qos_profile
 from skelarm_ros.interface import (
     BASE_FRAME,
     JOINT_COMMANDS,
@@ -48,9 +49,8 @@ from skelarm_ros.interface import (
     nanoseconds_to_stamp,
     split_names,
 )
-from skelarm_ros.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.outputs import add_force_option, check_new, write_folder_atomically
-from skelarm_ros.urdf import skeleton_to_urdf
+from skelarm_ros.sim.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -53,7 +53,7 @@ class JointDrive:
 
     The arm then follows ``(M(q) + diag(armature)) ddq = tau - h(q, dq) - viscous*dq -
     coulomb*sign(dq)`` (at rest the Coulomb torque holds the joint while it can:
-    :class:`skelarm_ros.engine.ArmEngine`). Without them (all zero) it is skelarm's model.
+    :class:`skelarm_ros.sim.engine.ArmEngine`). Without them (all zero) it is skelarm's model.
 
     Attributes
     ----------
@@ -185,7 +185,7 @@ def share_directory() -> Path:
             pass
     except ImportError:  # pragma: no cover - ament_index_python comes with the ROS wheels
         pass
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def bundled_scenarios() -> dict[str, Path]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from skelarm_ros.scenario import share_directory
+from skelarm_ros.sim.scenario import share_directory
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

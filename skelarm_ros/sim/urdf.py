@@ -1,7 +1,7 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""URDF robot descriptions of skelarm arms, written from a Skeleton (read back by :mod:`skelarm_ros.urdf_reader`).
+"""URDF robot descriptions of skelarm arms, written from a Skeleton (read back by :mod:`skelarm_ros.sim.urdf_reader`).
 
 The frames written follow the engine: a fixed ``base`` link, one revolute-z joint
 per movable link (the first at ``(base_length, 0, 0)``, each next at

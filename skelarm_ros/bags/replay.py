@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from skelarm_ros.bags import Bag, BagError, TopicQos, open_bag, ros2_converter
+from skelarm_ros.bags.reader import Bag, BagError, TopicQos, open_bag, ros2_converter
 from skelarm_ros.interface import (
     JOINT_STATES,
     NANOSECONDS,

@@ -3,7 +3,7 @@
 
 """``skelarm-ros launch sim name:=value ...``: the graph of ``sim.launch.py`` without ``ros2 launch``.
 
-The nodes come from :func:`skelarm_ros.graph.describe`, the same description the
+The nodes come from :func:`skelarm_ros.cli.graph.describe`, the same description the
 launch file turns into ``launch_ros`` actions, and start as processes:
 
 - a node of this package as ``python -m skelarm_ros.cli run <executable>``, any other
@@ -40,7 +40,7 @@ from typing import IO, TYPE_CHECKING
 
 import yaml
 
-from skelarm_ros.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
+from skelarm_ros.cli.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
 from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def plan(
     Parameters
     ----------
     specs : Sequence[NodeSpec]
-        The graph (:func:`skelarm_ros.graph.describe`).
+        The graph (:func:`skelarm_ros.cli.graph.describe`).
     directory : Path
         Where the parameter files go; it must outlive the processes.
     report : Callable[[str], None]

@@ -37,9 +37,9 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
-from skelarm_ros.forces import CSV_COLUMNS, RecordedForce
-from skelarm_ros.lifecycle import RUN_SUMMARY
+from skelarm_ros.bags.forces import CSV_COLUMNS, RecordedForce
 from skelarm_ros.outputs import add_force_option, check_new
+from skelarm_ros.sim.run import RUN_SUMMARY
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import skelarm
     from numpy.typing import NDArray
 
-    from skelarm_ros.graph import NodeSpec
+    from skelarm_ros.cli.graph import NodeSpec
 
 DEFAULT_OUTPUT = Path("demo_output")
 DEFAULT_SCENARIO = "reach"
@@ -269,9 +269,9 @@ def summarize(
     RunSummary
         The numbers to report.
     """
-    from skelarm_ros.engine import ArmEngine
-    from skelarm_ros.markers import goals_from_config
-    from skelarm_ros.scenario import load_arm
+    from skelarm_ros.sim.engine import ArmEngine
+    from skelarm_ros.sim.markers import goals_from_config
+    from skelarm_ros.sim.scenario import load_arm
 
     arm = load_arm(scenario)
     times = np.asarray(log.times, dtype=np.float64)
@@ -314,7 +314,7 @@ def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_
     Parameters
     ----------
     specs : Sequence[NodeSpec]
-        The graph (:func:`skelarm_ros.graph.describe` with a duration).
+        The graph (:func:`skelarm_ros.cli.graph.describe` with a duration).
     out : IO[str]
         Where the nodes' output goes.
     timeout : float
@@ -327,7 +327,7 @@ def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_
     """
     import tempfile
 
-    from skelarm_ros.launcher import Runner, plan
+    from skelarm_ros.cli.launcher import Runner, plan
 
     with tempfile.TemporaryDirectory(prefix="skelarm-ros-demo-") as directory:
         runner = Runner(out=out)
@@ -392,11 +392,11 @@ def run_demo(
     DemoError
         If a step fails; the message names it and where its output is.
     """
-    from skelarm_ros.bag_to_log import bag_to_log
-    from skelarm_ros.graph import describe
-    from skelarm_ros.plot import load_log
-    from skelarm_ros.plot import main as plot_main
-    from skelarm_ros.scenario import resolve_scenario
+    from skelarm_ros.bags.bag_to_log import bag_to_log
+    from skelarm_ros.cli.graph import describe
+    from skelarm_ros.cli.plot import load_log
+    from skelarm_ros.cli.plot import main as plot_main
+    from skelarm_ros.sim.scenario import resolve_scenario
 
     say = stream if stream is not None else sys.stdout
     paths = DemoPaths(output.expanduser().resolve())

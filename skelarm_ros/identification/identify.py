@@ -61,7 +61,7 @@ from skelarm_ros.identification.twin import (
 )
 from skelarm_ros.interface import split_names
 from skelarm_ros.outputs import add_force_option, check_new, refused, write_atomically
-from skelarm_ros.scenario import ArmSetup, JointDrive, ScenarioError, load_arm
+from skelarm_ros.sim.scenario import ArmSetup, JointDrive, ScenarioError, load_arm
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -33,11 +33,11 @@ import numpy as np
 import skelarm
 from skelarm.plotting import draw_skeleton, draw_target, plot_trajectory
 
-from skelarm_ros.engine import sync_skeleton
-from skelarm_ros.logfile import LogFileError, read_log
-from skelarm_ros.markers import ArmGeometry, Goal, goals_from_config
+from skelarm_ros.bags.logfile import LogFileError, read_log
 from skelarm_ros.outputs import add_force_option, agg_figure, named_after, refused, write_atomically
-from skelarm_ros.scenario import ScenarioError, load_arm
+from skelarm_ros.sim.engine import sync_skeleton
+from skelarm_ros.sim.markers import ArmGeometry, Goal, goals_from_config
+from skelarm_ros.sim.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from skelarm_ros.bags import Bag, BagError, open_bag
+from skelarm_ros.bags.reader import Bag, BagError, open_bag
 from skelarm_ros.interface import (
     EFFORT_COMMANDS,
     FLOAT_ARRAY_TYPE,
@@ -183,7 +183,7 @@ def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Commands:
 
 def _log_commands(path: Path) -> Commands:
     """Return a log's ``tau`` at each frame's stamp."""
-    from skelarm_ros.plot import PlotError, load_log
+    from skelarm_ros.cli.plot import PlotError, load_log
 
     try:
         log = load_log(path)
@@ -206,7 +206,7 @@ def load_commands(path: str | Path, topic: str | None = None, command_joints: Se
     Parameters
     ----------
     path : str | Path
-        A bag (any format :func:`skelarm_ros.bags.open_bag` reads) or a log.
+        A bag (any format :func:`skelarm_ros.bags.reader.open_bag` reads) or a log.
     topic : str | None, optional
         The command topic of a bag; ``None`` finds ``joint_commands`` or
         ``effort_controller/commands``.

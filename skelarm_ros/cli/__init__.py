@@ -29,10 +29,19 @@ from skelarm_ros.startup import (
 # subcommand -> (module:function taking the remaining arguments, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skelarm_ros.bench:main", "run the benchmarks and print measured ratios"),
-    "compare": ("skelarm_ros.compare:main", "recorded commands beside a shadow run's (replay:=BAG): differences, plot"),
-    "demo": ("skelarm_ros.demo:main", "run the demo: a lockstep reach with a push, recorded, converted and plotted"),
-    "launch": ("skelarm_ros.launcher:main", "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does"),
-    "plot": ("skelarm_ros.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
+    "compare": (
+        "skelarm_ros.cli.compare:main",
+        "recorded commands beside a shadow run's (replay:=BAG): differences, plot",
+    ),
+    "demo": (
+        "skelarm_ros.cli.demo:main",
+        "run the demo: a lockstep reach with a push, recorded, converted and plotted",
+    ),
+    "launch": (
+        "skelarm_ros.cli.launcher:main",
+        "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does",
+    ),
+    "plot": ("skelarm_ros.cli.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
 }
 LONG_RUNNING = ("launch",)
 """Commands a signal is the normal way to stop (exit 0 then); the others are one-shot tools."""
@@ -104,7 +113,3 @@ def console() -> int:
     """Run the ``skelarm-ros`` console script: :func:`main`, then quiet until the process ends."""
     console_program()
     return exit_quietly(main())
-
-
-if __name__ == "__main__":
-    sys.exit(console())

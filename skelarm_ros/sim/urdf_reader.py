@@ -6,7 +6,7 @@
 A URDF is read with Pinocchio's URDF parser (urdfdom) and accepted when it is what a
 skelarm ``Skeleton`` can represent (see :func:`skeleton_from_urdf`); anything else is
 refused with a :class:`URDFError` that names the joint or link and what is wrong
-with it. :mod:`skelarm_ros.urdf` writes the descriptions this module reads back.
+with it. :mod:`skelarm_ros.sim.urdf` writes the descriptions this module reads back.
 
 This module does not import rclpy.
 """

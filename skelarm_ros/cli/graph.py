@@ -7,7 +7,7 @@
 and ``skelarm-ros launch`` take them) into a list of :class:`NodeSpec`: which
 executable of which package to start, under which name and namespace, with which
 parameters, remappings and command-line arguments. ``launch/sim.launch.py`` turns
-the specs into ``launch_ros`` ``Node`` actions; :mod:`skelarm_ros.launcher` starts
+the specs into ``launch_ros`` ``Node`` actions; :mod:`skelarm_ros.cli.launcher` starts
 them as processes. Both therefore start the same nodes with the same parameters.
 
 :data:`ARGUMENTS` is the table of launch arguments, each with its default and a
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skelarm_ros.bags.replay import shadow_topics
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMANDS,
@@ -39,16 +40,15 @@ from skelarm_ros.interface import (
     split_names,
 )
 from skelarm_ros.outputs import check_new
-from skelarm_ros.replay import shadow_topics
-from skelarm_ros.scenario import load_arm, resolve_scenario, share_directory
-from skelarm_ros.urdf import skeleton_to_urdf
+from skelarm_ros.sim.scenario import load_arm, resolve_scenario, share_directory
+from skelarm_ros.sim.urdf import skeleton_to_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from skelarm import Skeleton
 
-    from skelarm_ros.scenario import ArmSetup
+    from skelarm_ros.sim.scenario import ArmSetup
 
 PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"

@@ -11,7 +11,7 @@ joint per movable link, the first joint at ``(base_length, 0)``, each next joint
 semi-implicit Euler, joint limits as inelastic stops, an external tip force entering
 as ``J^T F``, and time accumulated by ``t += dt``.
 
-A real arm's joints add what their motors and gears do (:class:`~skelarm_ros.scenario.JointDrive`,
+A real arm's joints add what their motors and gears do (:class:`~skelarm_ros.sim.scenario.JointDrive`,
 the per-link keys ``armature``, ``viscous`` and ``coulomb`` of a scenario): the armature
 enters the model (Pinocchio's ``model.armature``, so ABA, CRBA and RNEA include it) and
 friction acts in each step, ``(M + diag(armature)) ddq = tau + J^T F - h - viscous*dq -
@@ -34,7 +34,7 @@ from skelarm import StateLog
 from skelarm.kinematics import compute_forward_kinematics
 
 from skelarm_ros.interface import check_positive, default_joint_names
-from skelarm_ros.scenario import JointDrive
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -124,7 +124,7 @@ class ArmEngine:
         Treat the joint limits as inelastic stops (default), as
         :func:`skelarm.simulate_controlled` does.
     drive : JointDrive | None, optional
-        Armature and friction per joint (a scenario's :attr:`~skelarm_ros.scenario.ArmSetup.drive`);
+        Armature and friction per joint (a scenario's :attr:`~skelarm_ros.sim.scenario.ArmSetup.drive`);
         ``None`` is skelarm's model.
 
     Attributes
