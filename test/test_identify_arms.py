@@ -29,9 +29,9 @@ from geared_arm import (
     write_run,
 )
 
-from skelarm_ros.sim.engine import ArmEngine
-from skelarm_ros.identification.regressor import base_of, standard_of
 from skelarm_ros.identification.identify import identify, main
+from skelarm_ros.identification.regressor import base_of, standard_of
+from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm
 
 JOINTS = ",".join(ARM_JOINTS)
