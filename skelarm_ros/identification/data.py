@@ -556,54 +556,53 @@ CONSTANT_TOLERANCE = 1e-9  # N*m relative: a torque that changes less than this 
 
 
 def command_lag(recording: Recording) -> tuple[float, float] | None:
-    """How much later than stamped the commands show in the measured effort, by cross-correlation.
+    """How much later than stamped the commands show in the measured effort.
 
     With no lag, the measured effort at frame ``k+1`` (applied until it) is the command
-    of frame ``k`` (applied from it). The lag is the shift beyond that which best
-    aligns the two torques' changes (first differences, every joint), refined to a
-    fraction of a step.
+    of frame ``k`` (applied from it). The lag is the shift ``L`` (in steps, refined to a
+    fraction of one) that makes the measured effort at frame ``k+1+L`` closest to the
+    command of frame ``k`` (least RMS difference over every joint, each scaled by its
+    torque's RMS).
 
     Returns
     -------
     tuple[float, float] | None
-        The lag (s; positive: the torque acts later than the command) and the
-        correlation at it (0 to 1); ``None`` without both torques or too few frames.
+        The lag (s; positive: the torque acts later than the command) and the RMS
+        difference at it as a share of the torques' RMS; ``None`` without both torques or
+        too few frames.
     """
     commands, measured = recording.torque("commands"), recording.torque("measured")
     if commands is None or measured is None or len(recording.time) < _MIN_LAG_FRAMES:
         return None
     step = float(np.median(np.diff(recording.time)))
-    a = np.diff(commands.values[:-1], axis=0)  # command k -> measured k + 1 with no lag
-    b = np.diff(measured.values[1:], axis=0)
-    good = np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
-    a, b = np.where(good[:, None], a, 0.0), np.where(good[:, None], b, 0.0)
-    a = (a - a.mean(axis=0)) / (a.std(axis=0) + 1e-300)
-    b = (b - b.mean(axis=0)) / (b.std(axis=0) + 1e-300)
+    c, m = commands.values, measured.values
+    scale = np.sqrt(np.nanmean(m**2, axis=0))
+    scale = np.where(scale > 0.0, scale, 1.0)
     lags = np.arange(-_MAX_LAG_STEPS, _MAX_LAG_STEPS + 1)
-    scores = np.array([_shifted_correlation(a, b, int(lag)) for lag in lags])
-    best = int(np.argmax(scores))
+    misfit = np.array([_shifted_misfit(c / scale, m / scale, int(lag)) for lag in lags])
+    best = int(np.nanargmin(misfit))
     offset = 0.0
-    if 0 < best < len(lags) - 1:
-        left, middle, right = scores[best - 1 : best + 2]
+    if 0 < best < len(lags) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
+        left, middle, right = misfit[best - 1 : best + 2] ** 2
         curvature = left - 2.0 * middle + right
-        if curvature < 0.0:
+        if curvature > 0.0:
             offset = 0.5 * (left - right) / curvature
-    return (float(lags[best]) + offset) * step, float(scores[best])
+    return (float(lags[best]) + offset) * step, float(misfit[best])
 
 
 _MIN_LAG_FRAMES = 50
 _MAX_LAG_STEPS = 25
 
 
-def _shifted_correlation(a: NDArray[np.float64], b: NDArray[np.float64], lag: int) -> float:
-    """Mean correlation of ``a[t]`` with ``b[t + lag]`` over the joints."""
-    if lag >= 0:
-        x, y = a[: len(a) - lag], b[lag:]
+def _shifted_misfit(c: NDArray[np.float64], m: NDArray[np.float64], lag: int) -> float:
+    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none)."""
+    shift = 1 + lag
+    if shift >= 0:
+        x, y = c[: len(c) - shift], m[shift:]
     else:
-        x, y = a[-lag:], b[: len(b) + lag]
-    if len(x) == 0:
-        return 0.0
-    return float(np.mean(np.sum(x * y, axis=0) / len(x)))
+        x, y = c[-shift:], m[: len(m) + shift]
+    difference = (y - x)[np.isfinite(y - x).all(axis=1)]
+    return float(np.sqrt(np.mean(difference**2))) if difference.size else math.nan
 
 
 # -- aligning --------------------------------------------------------------------------------------------

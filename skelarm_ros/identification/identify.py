@@ -107,7 +107,8 @@ class Result:
     filter : str
         The filter used, and why.
     lags : list[tuple[str, float, float]]
-        Per input with commands and measured effort: the commands' lag (s) and its correlation.
+        Per input with commands and measured effort: the commands' lag (s) and how much the
+        two differ at it (a share of the torques' RMS).
     velocity : str
         Where the velocities came from.
     prior_drive : JointDrive | None
@@ -465,10 +466,10 @@ def report_lines(result: Result) -> list[str]:
         + f"), step {s.step:.6g} s{'' if s.uniform else ' (not uniform)'}",
         *(f"torque: {effort}" for effort in dict.fromkeys(result.efforts)),
     ]
-    for source, lag, correlation in result.lags:
+    for source, lag, misfit in result.lags:
         lines.append(
             f"command lag: the commands of {source} show in its measured effort {1e3 * lag:.3g} ms after their "
-            f"stamp (cross-correlation {correlation:.2f})"
+            f"stamp (the two then differ by {100 * misfit:.3g} % RMS)"
         )
     if result.velocity:
         lines.append(f"velocity: {result.velocity}")
