@@ -9,12 +9,16 @@ live here, and so do the checks of values that several nodes, tools and the
 launch description accept (seconds, effort limits, joint name lists, stamps), each
 with one wording. docs/interfaces.md is the prose of this module.
 
+:class:`Say` is what a core object says (a log level and a sentence): the cores
+return it, the nodes log it.
+
 This module imports neither rclpy nor numpy.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,6 +68,11 @@ REALTIME = "realtime"
 LOCKSTEP = "lockstep"
 MODES = (REALTIME, LOCKSTEP)
 
+# -- the controller's time line -------------------------------------------------------------------------
+
+TIME_REVERSAL_MODES = ("reset", "reject")
+"""``time_reversal`` values: what a joint state stamped earlier than the one before does to the controller."""
+
 # -- controller channels --------------------------------------------------------------------------------
 
 POINT_CHANNELS = frozenset({"endpoint", "equilibrium", "apparent_initial"})
@@ -91,6 +100,25 @@ def channel_of(topic: str) -> str | None:
 def sibling(topic: str, name: str) -> str:
     """Return ``name`` in the namespace of ``topic`` (``/arm1/joint_states`` -> ``/arm1/<name>``)."""
     return topic.rsplit("/", 1)[0] + "/" + name
+
+
+# -- what a core says ------------------------------------------------------------------------------------
+
+INFO = "info"
+WARNING = "warning"
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Say:
+    """One thing a core object says: a log level (:data:`INFO`, :data:`WARNING`, :data:`ERROR`) and a sentence.
+
+    The cores (the simulator's run, the controller's progress, the player's playing)
+    return these; a node logs them (:func:`skelarm_ros.nodes.running.say`), a test reads them.
+    """
+
+    level: str
+    text: str
 
 
 # -- checks, one wording each ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ here, not in the node or tool module itself: this module imports nothing heavy, 
 before rclpy, numpy, skelarm and Pinocchio load (a second or more) it can make SIGINT
 and SIGTERM end the process at once, without a traceback and without running any
 half-imported library's teardown. Once started, a node hands signals to rclpy
-(:func:`skelarm_ros.nodes.kit.run_node`) and a tool turns them into
+(:func:`skelarm_ros.nodes.running.run_node`) and a tool turns them into
 ``KeyboardInterrupt``, which its ``main`` ends cleanly.
 
 Exit codes after a signal are the same everywhere: 0 for a node or a launch (a

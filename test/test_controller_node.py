@@ -11,9 +11,11 @@ from geometry_msgs.msg import PointStamped
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
+from stand_ins import StandIn
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.control.loop import build_control_loop
+from skelarm_ros.interface import COMMAND_TOPICS, channel_topic
 from skelarm_ros.nodes.controller import ControllerNode
 from skelarm_ros.sim.scenario import ScenarioError
 
@@ -22,9 +24,9 @@ from skelarm_ros.sim.scenario import ScenarioError
 def make_node(context):
     nodes = []
 
-    def make(**parameters):
+    def make(stand_ins=None, **parameters):
         overrides = [Parameter(name, value=value) for name, value in parameters.items()]
-        node = ControllerNode(context=context, parameter_overrides=overrides)
+        node = ControllerNode(context=context, parameter_overrides=overrides, stand_ins=stand_ins)
         nodes.append(node)
         return node
 
@@ -33,19 +35,19 @@ def make_node(context):
         node.destroy_node()
 
 
-class _Capture:
-    """Stand in for a publisher, keeping what is published."""
+def decoded(message):
+    # joint_commands go out as serialized bytes: keep what a subscriber would decode
+    return deserialize_message(message, JointState) if isinstance(message, bytes) else message
 
-    def __init__(self, subscribers: int = 1):
-        self.messages = []
-        self.subscribers = subscribers
 
-    def publish(self, message):
-        # joint_commands go out as serialized bytes: keep what a subscriber would decode
-        self.messages.append(deserialize_message(message, JointState) if isinstance(message, bytes) else message)
+def captured(subscribers: int = 1) -> StandIn:
+    """A stand-in for a publisher, keeping what is published (decoded)."""
+    return StandIn(readers=subscribers, keep=decoded)
 
-    def get_subscription_count(self):
-        return self.subscribers
+
+def commands(capture: StandIn, interface: str = "commands", **channels: StandIn) -> dict[str, StandIn]:
+    """The stand-ins of a controller: ``capture`` for the command topic of ``interface``, and channels by name."""
+    return {COMMAND_TOPICS[interface]: capture, **{channel_topic(name): c for name, c in channels.items()}}
 
 
 def feed(node, msg):
@@ -60,9 +62,10 @@ def _state(names, positions, velocities, stamp_ns):
 
 
 def test_joint_commands_carry_the_torque_and_the_states_stamp(make_node):
-    node = make_node(command_interface="joint_commands", joint_names=["shoulder", "elbow"])
-    capture = _Capture()
-    node.command_pub = capture
+    capture = captured()
+    node = make_node(
+        commands(capture, "joint_commands"), command_interface="joint_commands", joint_names=["shoulder", "elbow"]
+    )
     feed(node, _state(["elbow", "shoulder", "extra"], [0.2, 0.1, 5.0], [0.0, 0.0, 0.0], 1_500_000_000))
     loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
     expected = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
@@ -74,9 +77,8 @@ def test_joint_commands_carry_the_torque_and_the_states_stamp(make_node):
 
 
 def test_float64_commands_in_joint_order(make_node):
-    node = make_node()
-    capture = _Capture()
-    node.command_pub = capture
+    capture = captured()
+    node = make_node(commands(capture))
     feed(node, _state(["j2", "j1"], [0.2, 0.1], [0.0, 0.0], 0))
     (command,) = capture.messages
     assert isinstance(command, Float64MultiArray)
@@ -86,11 +88,13 @@ def test_float64_commands_in_joint_order(make_node):
 
 @pytest.mark.parametrize("interface", ["commands", "joint_commands"])
 def test_commands_follow_the_command_joints_order(make_node, interface):
+    capture = captured()
     node = make_node(
-        command_interface=interface, joint_names=["shoulder", "elbow"], command_joints=["elbow", "shoulder"]
+        commands(capture, interface),
+        command_interface=interface,
+        joint_names=["shoulder", "elbow"],
+        command_joints=["elbow", "shoulder"],
     )
-    capture = _Capture()
-    node.command_pub = capture
     feed(node, _state(["elbow", "shoulder"], [0.2, 0.1], [0.0, 0.0], 0))
     loop, _ = build_control_loop("reach", joint_names=["shoulder", "elbow"])
     shoulder, elbow = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.0], 0).torque
@@ -118,9 +122,8 @@ def test_bad_command_joints_fail_at_start(make_node):
     ids=["nan", "missing-joint", "duplicate-stamp", "wrong-lengths"],
 )
 def test_bad_states_are_counted_warned_and_not_commanded(make_node, bad, monkeypatch):
-    node = make_node()
-    capture = _Capture()
-    node.command_pub = capture
+    capture = captured()
+    node = make_node(commands(capture))
     warnings = []
     logger = node.get_logger()
     monkeypatch.setattr(type(logger), "warning", lambda self, text, **kw: warnings.append((text, kw)))
@@ -136,8 +139,8 @@ def test_bad_states_are_counted_warned_and_not_commanded(make_node, bad, monkeyp
 
 
 def test_time_going_back_resets_by_default_and_is_rejected_on_request(make_node):
-    node = make_node()
-    node.command_pub = _Capture()
+    capture = captured()
+    node = make_node(commands(capture))
     for stamp in (5_000_000, 7_000_000, 1_000_000):
         feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], stamp))
     assert node.loop.restarts == 1 and node.loop.rejected == 0
@@ -145,18 +148,17 @@ def test_time_going_back_resets_by_default_and_is_rejected_on_request(make_node)
     assert result.successful
     feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 500_000))
     assert node.loop.rejected == 1
-    assert len(node.command_pub.messages) == 3
+    assert len(capture.messages) == 3
 
 
 def test_channels_published_stamped_with_point_and_joint_state_types(make_node, shared_scenarios):
-    node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
-    node.command_pub = _Capture()
-    feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))  # creates the publishers
-    captures = {name: _Capture() for name in node.channel_pubs}
-    for name, capture in captures.items():
-        node.channel_pubs[name] = (capture, node.channel_pubs[name][1])
+    captures = {name: captured(subscribers=0) for name in ("endpoint", "equilibrium")}
+    node = make_node(commands(captured(), **captures), scenario=str(shared_scenarios / "multi_target.toml"))
+    feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 0))  # no channel reader yet: none goes out
+    for capture in captures.values():
+        capture.readers = 1
     feed(node, _state(["j1", "j2"], [0.5, 0.5], [0.0, 0.0], 2_000_000))
-    assert set(captures) == {"endpoint", "equilibrium"}
+    assert set(node.channel_pubs) == {"endpoint", "equilibrium"}
     (point,) = captures["endpoint"].messages
     assert isinstance(point, PointStamped)
     assert point.header.frame_id == "base" and point.header.stamp.nanosec == 2_000_000
@@ -164,22 +166,24 @@ def test_channels_published_stamped_with_point_and_joint_state_types(make_node, 
 
 
 def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_starts(make_node):
-    node = make_node(command_interface="joint_commands", min_subscribers=2, min_channel_subscribers=1)
-    command = _Capture(subscribers=1)  # the simulator, not yet the recorder
-    node.command_pub = command
-    channels = {name: _Capture(subscribers=0) for name in node.channel_pubs}
-    for name, capture in channels.items():
-        node.channel_pubs[name] = (capture, node.channel_pubs[name][1])
-    assert set(channels) == {"q_ref", "error"}  # announced at start-up, before any state
+    command = captured(subscribers=1)  # the simulator, not yet the recorder
+    channels = {name: captured(subscribers=0) for name in ("q_ref", "error")}
+    node = make_node(
+        commands(command, "joint_commands", **channels),
+        command_interface="joint_commands",
+        min_subscribers=2,
+        min_channel_subscribers=1,
+    )
+    assert set(node.channel_pubs) == {"q_ref", "error"}  # announced at start-up, before any state
     for k in range(3):
         feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], k * 2_000_000))
     node.out.release()
     assert command.messages == [] and all(c.messages == [] for c in channels.values())
-    command.subscribers = 2
+    command.readers = 2
     node.out.release()
     assert command.messages == []  # the channels' reader is not matched yet
     for capture in channels.values():
-        capture.subscribers = 1
+        capture.readers = 1
     node.out.release()
     assert [m.header.stamp.nanosec for m in command.messages] == [0, 2_000_000, 4_000_000]
     for capture in channels.values():
@@ -194,14 +198,12 @@ def test_min_subscribers_must_not_be_negative(make_node):
 
 
 def test_joint_channels_and_silence_without_subscribers(make_node):
-    node = make_node()
-    node.command_pub = _Capture()
+    quiet = captured(subscribers=0)
+    listened = captured(subscribers=0)  # read from the second state on
+    node = make_node(commands(captured(), q_ref=quiet, error=listened))
     feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 0))
     assert set(node.channel_pubs) == {"q_ref", "error"}
-    quiet = _Capture(subscribers=0)
-    listened = _Capture()
-    node.channel_pubs["q_ref"] = (quiet, ["j1", "j2"])
-    node.channel_pubs["error"] = (listened, ["j1", "j2"])
+    listened.readers = 1
     feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], 2_000_000))
     assert quiet.messages == []
     (error,) = listened.messages
@@ -210,10 +212,10 @@ def test_joint_channels_and_silence_without_subscribers(make_node):
 
 
 def test_effort_limits_are_tunable_and_validated(make_node):
-    node = make_node(effort_limits=[0.1, 0.1])
-    node.command_pub = _Capture()
+    capture = captured()
+    node = make_node(commands(capture), effort_limits=[0.1, 0.1])
     feed(node, _state(["j1", "j2"], [-1.0, 2.5], [3.0, -3.0], 0))
-    assert max(abs(value) for value in node.command_pub.messages[0].data) <= 0.1
+    assert max(abs(value) for value in capture.messages[0].data) <= 0.1
     bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
     assert not bad.successful and bad.reason == (
         "parameter effort_limits has 1 values but the arm has 2 joints; give one limit per joint or none"
@@ -223,8 +225,7 @@ def test_effort_limits_are_tunable_and_validated(make_node):
 
 
 def test_target_message_and_bad_target(make_node, shared_scenarios, monkeypatch):
-    node = make_node(scenario=str(shared_scenarios / "multi_target.toml"))
-    node.command_pub = _Capture()
+    node = make_node(commands(captured()), scenario=str(shared_scenarios / "multi_target.toml"))
     warnings = []
     monkeypatch.setattr(type(node.get_logger()), "warning", lambda self, text, **kw: warnings.append(text))
     target = PointStamped()

@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from stand_ins import StandIn
 from test_forces import accumulated_times, run_reach, scripted_push
 
 from skelarm_ros.bags.forces import ForceSourceError, RecordedForce
@@ -35,24 +36,30 @@ def record(start: float = 0.0) -> RecordedForce:
     return RecordedForce(accumulated_times(DT, len(SAMPLES) - 1, start), SAMPLES)
 
 
-def make(context: rclpy.Context, given: RecordedForce | None = None, **parameters: Any) -> ForceReplayNode:
+def make(
+    context: rclpy.Context, given: RecordedForce | None = None, published: Published | None = None, **parameters: Any
+) -> ForceReplayNode:
     overrides = [Parameter(name, value=value) for name, value in parameters.items()]
-    return ForceReplayNode(given, context=context, parameter_overrides=overrides)
+    stand_ins = None if published is None else {"tip_wrench": published}
+    return ForceReplayNode(given, context=context, parameter_overrides=overrides, stand_ins=stand_ins)
 
 
-class Published:
-    """Records what a node publishes on tip_wrench instead of sending it."""
+class Published(StandIn):
+    """Stands in for the tip_wrench publisher: keeps (stamp, fx, fy, frame) of what the node publishes."""
 
-    def __init__(self, node: ForceReplayNode) -> None:
-        self.wrenches: list[tuple[int, float, float, str]] = []
-        publisher = node.ensure_publisher()
-        publisher.publish = self.append  # type: ignore[method-assign]
+    def __init__(self) -> None:
+        super().__init__("/tip_wrench", keep=self.fields)
 
-    def append(self, msg: WrenchStamped) -> None:
+    @property
+    def wrenches(self) -> list[tuple[int, float, float, str]]:
+        return self.messages
+
+    @staticmethod
+    def fields(msg: WrenchStamped) -> tuple[int, float, float, str]:
         wrench = msg.wrench
         assert (wrench.force.z, wrench.torque.x, wrench.torque.y, wrench.torque.z) == (0.0, 0.0, 0.0, 0.0)
         stamp = stamp_to_nanoseconds(msg.header.stamp.sec, msg.header.stamp.nanosec)
-        self.wrenches.append((stamp, wrench.force.x, wrench.force.y, msg.header.frame_id))
+        return stamp, wrench.force.x, wrench.force.y, msg.header.frame_id
 
 
 def clock(t: float) -> Clock:
@@ -62,9 +69,9 @@ def clock(t: float) -> Clock:
 
 
 def test_clock_timing_publishes_once_per_new_time_stamped_with_it(context, capfd) -> None:
-    node = make(context, record())
+    published = Published()
+    node = make(context, record(), published)
     try:
-        published = Published(node)
         times = accumulated_times(DT, 6)
         for t in times:
             node.on_clock(clock(t))
@@ -87,18 +94,18 @@ def test_clock_timing_publishes_once_per_new_time_stamped_with_it(context, capfd
 
 def test_stepped_mode_gives_each_step_its_mean(context) -> None:
     # The scenario's step (reach: 2 ms) is the recording's: each step gets its sample exactly.
-    node = make(context, record(), mode="stepped", scenario="reach")
+    published = Published()
+    node = make(context, record(), published, mode="stepped", scenario="reach")
     try:
         assert node.dt == DT
-        published = Published(node)
         for t in accumulated_times(DT, 3):
             node.on_clock(clock(t))
         assert [[w[1], w[2]] for w in published.wrenches] == [*SAMPLES[:3], [0.0, 0.0]]
     finally:
         node.destroy_node()
-    node = make(context, record(), mode="stepped", dt=2 * DT)
+    published = Published()
+    node = make(context, record(), published, mode="stepped", dt=2 * DT)
     try:
-        published = Published(node)
         for t in (0.0, 2 * DT, 4 * DT):
             node.on_clock(clock(t))
         np.testing.assert_allclose([[w[1], w[2]] for w in published.wrenches], [[2.0, -0.75], [0.0, 2.0], [0, 0]])
@@ -107,9 +114,9 @@ def test_stepped_mode_gives_each_step_its_mean(context) -> None:
 
 
 def test_time_offset_delays_the_record(context) -> None:
-    node = make(context, record(), time_offset=0.01)
+    published = Published()
+    node = make(context, record(), published, time_offset=0.01)
     try:
-        published = Published(node)
         for t in accumulated_times(DT, 8):
             node.on_clock(clock(t))
         forces = [[w[1], w[2]] for w in published.wrenches]
@@ -127,9 +134,9 @@ class FakeClock:
 
 
 def test_timer_timing_stops_after_one_zero_wrench(context, capfd) -> None:
-    node = make(context, record(), timing="timer", dt=DT)
+    published = Published()
+    node = make(context, record(), published, timing="timer", dt=DT)
     try:
-        published = Published(node)
         fake = FakeClock()
         node.get_clock = lambda: fake  # type: ignore[method-assign]
         for _ in range(4):
@@ -258,18 +265,17 @@ def test_the_process_exits_non_zero_at_start_up_on_a_bad_source(tmp_path: Path) 
 
 
 def test_wrenches_wait_in_order_for_min_subscribers(context) -> None:
-    node = make(context, record(), min_subscribers=2)
+    published = Published()
+    node = make(context, record(), published, min_subscribers=2)
     try:
-        published = Published(node)
-        publisher = node.ensure_publisher()
-        readers = [1]
-        publisher.get_subscription_count = lambda: readers[0]  # type: ignore[method-assign]
+        published.readers = 1
+        assert node.ensure_publisher() is published
         times = accumulated_times(DT, 3)
         for t in times:
             node.on_clock(clock(t))
         node.out.release()
         assert published.wrenches == []  # the recorder is not matched yet: held back
-        readers[0] = 2
+        published.readers = 2
         node.out.release()
         node.on_clock(clock(times[-1] + DT))
         stamps = [w[0] for w in published.wrenches]

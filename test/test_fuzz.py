@@ -544,7 +544,7 @@ def test_parameter_problem_names_the_parameter_and_the_fix() -> None:
     from rclpy.exceptions import InvalidParameterTypeException, ParameterException
     from rclpy.parameter import Parameter as RclpyParameter
 
-    from skelarm_ros.nodes.kit import parameter_problem
+    from skelarm_ros.nodes.parameters import parameter_problem
 
     wrong = InvalidParameterTypeException(RclpyParameter("mode", value=3), RclpyParameter.Type.STRING)
     assert parameter_problem(wrong, "docs/simulator.md") == (

@@ -1,11 +1,12 @@
-"""The node kit in-process: parameters from one table, the raw joint-state input, messages held back, the runner."""
+"""The node kit in-process: parameters from one class, the raw joint-state input, messages held back, the runner."""
 
 from __future__ import annotations
 
 import math
 import signal
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import pytest
 from rclpy.executors import SingleThreadedExecutor
@@ -14,40 +15,28 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
+from stand_ins import StandIn
 
 from skelarm_ros.interface import check_effort_limits
 from skelarm_ros.nodes import spinning
-from skelarm_ros.nodes.kit import (
-    HeldBack,
-    IncompatiblePeers,
-    JointStateInput,
-    KitNode,
-    ParameterError,
-    choice,
-    count,
-    declare_parameters,
-    flag,
-    floats,
-    given_parameters,
-    live_parameters,
-    number,
-    run_node,
-    strings,
-    text,
-)
+from skelarm_ros.nodes.endpoints import HeldBack, IncompatiblePeers, JointStateInput
+from skelarm_ros.nodes.parameters import LiveParameters, ParameterError, declare_parameters, given_parameters
+from skelarm_ros.nodes.params.fields import choice, count, number, param
+from skelarm_ros.nodes.running import KitNode, run_node
 
 pytestmark = pytest.mark.ros
 
-TABLE = (
-    text("scenario", "", "a scenario"),
-    number("dt", 0.0, "a step", zero=True),
-    number("timeout", 0.5, "a timeout", live=True),
-    choice("mode", ("realtime", "lockstep"), "a mode"),
-    count("priority", 0, "a priority", 99),
-    flag("clock", True, "a flag"),
-    strings("names", "names"),
-    floats("effort_limits", "limits", live=True),
-)
+
+@dataclass(frozen=True)
+class Table:
+    scenario: Annotated[str, param("a scenario")] = ""
+    dt: Annotated[float, number("a step", zero=True)] = 0.0
+    timeout: Annotated[float, number("a timeout", live=True)] = 0.5
+    mode: Annotated[str, choice(("realtime", "lockstep"), "a mode")] = "realtime"
+    priority: Annotated[int, count("a priority", 99)] = 0
+    clock: Annotated[bool, param("a flag")] = True
+    names: Annotated[tuple[str, ...], param("names")] = ()
+    effort_limits: Annotated[tuple[float, ...], param("limits", live=True)] = ()
 
 
 def node_with(context: Any, **given: Any) -> Node:
@@ -55,10 +44,10 @@ def node_with(context: Any, **given: Any) -> Node:
     return Node("kit_test", context=context, parameter_overrides=overrides)
 
 
-def declared(context: Any, **given: Any) -> dict[str, Any]:
+def declared(context: Any, **given: Any) -> Table:
     node = node_with(context, **given)
     try:
-        return declare_parameters(node, TABLE, "docs/x.md")
+        return declare_parameters(node, Table, "docs/x.md")
     finally:
         node.destroy_node()
 
@@ -76,8 +65,9 @@ def test_the_given_parameters_are_read_where_rclpy_keeps_them(context: Any) -> N
 
 def test_defaults_and_given_values_come_back_checked(context: Any) -> None:
     values = declared(context, dt=0.25, mode="lockstep", priority=50, names=["a", "b"])
-    assert values["dt"] == 0.25 and values["mode"] == "lockstep" and values["priority"] == 50
-    assert values["names"] == ["a", "b"] and values["effort_limits"] is None and values["clock"] is True
+    assert isinstance(values, Table)
+    assert values.dt == 0.25 and values.mode == "lockstep" and values.priority == 50
+    assert values.names == ("a", "b") and values.effort_limits == () and values.clock is True
 
 
 @pytest.mark.parametrize(
@@ -101,13 +91,13 @@ def test_a_bad_parameter_is_one_sentence_with_the_fix(context: Any, given: dict[
 
 
 def test_parameters_rclpy_declares_itself_are_accepted(context: Any) -> None:
-    assert declared(context, use_sim_time=True)["dt"] == 0.0
+    assert declared(context, use_sim_time=True).dt == 0.0
 
 
 def test_descriptors_state_ranges_and_choices_for_tools(context: Any) -> None:
     node = node_with(context)
     try:
-        declare_parameters(node, TABLE, "docs/x.md")
+        declare_parameters(node, Table, "docs/x.md")
         dt = node.describe_parameter("dt")
         assert dt.read_only and dt.floating_point_range[0].from_value == 0.0
         assert math.isinf(dt.floating_point_range[0].to_value)
@@ -121,22 +111,23 @@ def test_descriptors_state_ranges_and_choices_for_tools(context: Any) -> None:
 
 def test_a_live_set_is_checked_whole_before_any_of_it_applies(context: Any) -> None:
     node = node_with(context)
-    applied: list[dict[str, Any]] = []
+    applied: list[Table] = []
     try:
-        declare_parameters(node, TABLE, "docs/x.md")
+        values = declare_parameters(node, Table, "docs/x.md")
         checks = {"effort_limits": lambda _name, value: check_effort_limits(value, 2)}
-        live_parameters(node, TABLE, applied.append, checks=checks)
+        live = LiveParameters(node, values, applied.append, checks=checks)
         limits = Parameter("effort_limits", value=[1.0, 2.0])
         bad = node.set_parameters_atomically([limits, Parameter("timeout", value=0.0)])
         assert not bad.successful and bad.reason == "parameter timeout must be a positive number (s), got 0.0"
-        assert applied == []
+        assert applied == [] and live.current is values
         bad = node.set_parameters([Parameter("effort_limits", value=[1.0])])[0]
         assert bad.reason == (
             "parameter effort_limits has 1 values but the arm has 2 joints; give one limit per joint or none"
         )
         good = node.set_parameters_atomically([limits, Parameter("timeout", value=0.1)])
         assert good.successful
-        assert applied == [{"effort_limits": [1.0, 2.0], "timeout": 0.1}]
+        assert [(new.effort_limits, new.timeout) for new in applied] == [((1.0, 2.0), 0.1)]
+        assert live.current is applied[-1] and values.timeout == 0.5  # replaced whole, never changed in place
         assert not node.set_parameters([Parameter("dt", value=0.1)])[0].successful  # read-only
     finally:
         node.destroy_node()
@@ -197,21 +188,9 @@ def test_an_incompatible_peer_is_named_once_with_the_fix(context: Any) -> None:
         reader.destroy_node()
 
 
-class Capture:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-        self.readers = 0
-
-    def publish(self, message: Any) -> None:
-        self.messages.append(message)
-
-    def get_subscription_count(self) -> int:
-        return self.readers
-
-
 def test_messages_are_held_back_in_order_until_the_readers_are_there(context: Any) -> None:
     node = Node("holder", context=context)
-    first, second = Capture(), Capture()
+    first, second = StandIn(readers=0), StandIn(readers=0)
     released: list[int] = []
     try:
         out = HeldBack(node, lambda: first.readers >= 1 and second.readers >= 1, released.append)
@@ -228,6 +207,28 @@ def test_messages_are_held_back_in_order_until_the_readers_are_there(context: An
         out.publish(first, 3)  # type: ignore[arg-type]
         assert first.messages == [0, 1, 2, 3]
         assert HeldBack(node, None).holding is False  # nothing to wait for: never holds
+    finally:
+        node.destroy_node()
+
+
+class Talking(KitNode):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("talking", **kwargs)
+
+    def setup(self) -> None:
+        self.chatter = self.publisher(JointState, "chatter", 10)
+        self.other = self.publisher(JointState, "other", 10)
+        self.chatter.publish(JointState(name=["j1"]))
+
+
+def test_a_node_publishes_through_the_stand_in_given_for_a_topic(context: Any) -> None:
+    chatter = StandIn("/chatter")
+    node = Talking(context=context, stand_ins={"chatter": chatter})
+    try:
+        assert node.chatter is chatter and [list(msg.name) for msg in chatter.messages] == [["j1"]]
+        assert node.other.topic_name == "/other" and node.other is not chatter  # a real publisher
+        assert {name for name, _ in node.get_publisher_names_and_types_by_node("talking", "/")} >= {"/other"}
+        assert "/chatter" not in {name for name, _ in node.get_publisher_names_and_types_by_node("talking", "/")}
     finally:
         node.destroy_node()
 
@@ -279,11 +280,15 @@ class Waiting(KitNode):
 
 
 def test_a_signal_ends_the_spin_between_callbacks_and_the_node_says_its_last_words(
-    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(spinning, "_STOP", type(spinning._STOP)())  # a fresh stop flag for this test
+    spinning.clear_stop()  # a fresh stop flag for this test
     before = signal.getsignal(signal.SIGINT)
-    assert run_node(Waiting, name="waiting", description="Waits.", doc="docs/x.md", args=["waiting"]) == 0
+    try:
+        assert run_node(Waiting, name="waiting", description="Waits.", doc="docs/x.md", args=["waiting"]) == 0
+        assert spinning.stop_requested()
+    finally:
+        spinning.clear_stop()  # the nodes other tests run in this process spin
     assert signal.getsignal(signal.SIGINT) is before  # the handlers in place before are back
     err = capfd.readouterr().err
     assert "[waiting]: stopped by a signal; all is well" in err

@@ -168,7 +168,7 @@ def test_clock_follows_the_bags_time_and_remaps_rename(context, bag):
         rig.spin_until(
             lambda: (
                 rig.player.publishers_by_index[0].get_subscription_count() == 1
-                and rig.player._clock_pub.get_subscription_count() == 1
+                and rig.player.clock_pub.get_subscription_count() == 1
             ),
             "the probe",
         )

@@ -9,6 +9,7 @@ from skelarm_ros.bags.reader import BagError, TopicQos, open_bag
 from skelarm_ros.bags.replay import (
     VOLATILE_DEPTH,
     BagFrames,
+    Pacer,
     Playback,
     PlayError,
     PlayOptions,
@@ -21,6 +22,7 @@ from skelarm_ros.bags.replay import (
     remapped,
     shadow_topics,
 )
+from skelarm_ros.interface import INFO, Say
 
 MS = 1_000_000
 INSTALLED = {
@@ -334,3 +336,45 @@ def test_ticker_ticks_at_its_rate_and_does_not_make_up_missed_ticks():
     assert ticker.next == 30 * MS
     assert ticker.due(95 * MS) and ticker.next == 105 * MS  # late by more than a period: restart from now
     assert not Ticker(0.0).due(0)
+
+
+# ----------------------------------------------------------------------------- the play thread's pacing
+
+
+def test_the_pacer_waits_for_its_readers_saying_so_every_two_seconds(tmp_path):
+    playback, _ = playback_of(write_bag(tmp_path / "run", arm_run(5)))
+    pacer = Pacer(playback, wait_slice=0.05, wait_report=2.0)
+    sent: list = []
+    missing = ["/joint_states (0 of 1)"]
+    step = pacer.step(0, lambda: missing, sent.append)
+    assert step.said == [Say(INFO, "waiting for readers: /joint_states (0 of 1)")]
+    assert step.wake == 50 * MS and step.clock is None and step.progress is None
+    assert pacer.step(NS, lambda: missing, sent.append).said == []  # once per two seconds
+    assert pacer.step(2 * NS, lambda: missing, sent.append).said == step.said
+    assert not playback.started and sent == [] and pacer.started_at == 0
+
+
+def test_the_pacer_hands_out_what_is_due_in_batches_and_measures_lateness(tmp_path):
+    path = write_bag(tmp_path / "run", arm_run(20))
+    bag, plan = plan_of(path)
+    frames = BagFrames(bag, plan.topics)
+    playback = Playback(frames, first_log_time(bag), PlayOptions(), [0], plan.total)
+    pacer = Pacer(playback, clock_hz=100.0, progress_hz=0.0, batch=5)
+    sent: list = []
+    start = 3 * NS
+    step = pacer.step(start, list, sent.append, clock=lambda: start + 7)
+    assert playback.started and pacer.started_at == start
+    assert [plan.topics[i].name for i, _, _ in sent] == ["/robot_description"]  # due at once, 7 ns late
+    assert step.clock == START and step.progress is None and step.said == []  # the first /clock tick: the bag's start
+    assert step.wake == start + 1000  # the target, 1 us later in the bag
+    end = start + NS
+    step = pacer.step(end, list, sent.append, clock=lambda: end)
+    assert len(sent) == 1 + 5 and step.wake is not None and step.wake <= end  # a batch; then look again at once
+    while step.wake is not None:
+        step = pacer.step(end, list, sent.append, clock=lambda: end)
+    expected = recorded(path)
+    assert [(plan.topics[i].name, log, data) for i, log, data in sent] == expected
+    assert step.progress == playback.progress(end) and step.progress.startswith("[F]")  # the last line, always
+    assert pacer.finished_at == end and playback.done
+    assert list(pacer.lateness) == [7] + [end - (start + log - START) for _, log, _ in sent[1:]]
+    assert pacer.ending(frames) == f"played {len(expected)} messages, up to 0.200 s into the bag"

@@ -16,22 +16,31 @@ offset and a delay, with pause, resume and play-next as ``ros2 bag play`` offers
 and loops. A bag that turns out damaged part-way plays up to where it reads and
 says where it stopped.
 
+:class:`Pacer` is the player's play thread with the time handed in: it waits for the
+readers ``--wait-for-subscribers`` asks for (saying which are missing), hands out the
+messages due, the ``/clock`` ticks and the progress line, measures how late each
+message went out, and says when to look again; the node only publishes and logs.
+
 This module does not import rclpy.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skelarm_ros.bags.reader import Bag, BagError, TopicQos, open_bag, ros2_converter
 from skelarm_ros.interface import (
+    INFO,
     JOINT_STATES,
     NANOSECONDS,
     ROBOT_DESCRIPTION,
     TARGET,
+    Say,
     check_non_negative,
     check_positive,
     seconds_to_nanoseconds,
@@ -609,6 +618,129 @@ class Ticker:
         late = self.next is None or now - self.next >= self.period
         self.next = now + self.period if late else self.next + self.period  # type: ignore[operator]
         return True
+
+
+@dataclass(frozen=True)
+class PlayStep:
+    """What the play thread does after one look at the time (:meth:`Pacer.step`).
+
+    Attributes
+    ----------
+    said : list[Say]
+        What to log (which readers are still missing).
+    clock : int | None
+        The bag time (ns) to publish on ``/clock`` now, or ``None``.
+    progress : str | None
+        The progress line to show now, or ``None``.
+    wake : int | None
+        When to look again (monotonic ns); ``None`` when the playback is done.
+    """
+
+    said: list[Say] = field(default_factory=list)
+    clock: int | None = None
+    progress: str | None = None
+    wake: int | None = None
+
+
+class Pacer:
+    """The player's play thread with the time handed in (monotonic ns): what goes out when, and what to say.
+
+    Parameters
+    ----------
+    playback : Playback
+        The messages and their times.
+    clock_hz : float, optional
+        ``/clock`` ticks per second (0: none).
+    progress_hz : float, optional
+        Progress lines per second (0: only the last).
+    wait_slice : float, optional
+        Seconds between two looks while nothing else is due (readers, a pause).
+    wait_report : float, optional
+        Seconds between two lines on the readers still missing.
+    batch : int, optional
+        Messages handed out at most before the time is looked at again.
+
+    Attributes
+    ----------
+    lateness : array
+        Nanoseconds from each message's due time to the end of its publishing.
+    started_at, finished_at : int
+        Monotonic ns the playback started and ended at (0 until then).
+    """
+
+    def __init__(
+        self,
+        playback: Playback,
+        *,
+        clock_hz: float = 0.0,
+        progress_hz: float = 0.0,
+        wait_slice: float = 0.05,
+        wait_report: float = 2.0,
+        batch: int = 1000,
+    ) -> None:
+        """Pace ``playback``; nothing is handed out before :meth:`step`."""
+        self.playback = playback
+        self.clock_ticks = Ticker(clock_hz)
+        self.progress_ticks = Ticker(progress_hz)
+        self.lateness = array("q")
+        self.started_at = self.finished_at = 0
+        self._slice = round(wait_slice * NANOSECONDS)
+        self._report = round(wait_report * NANOSECONDS)
+        self._batch = batch
+        self._told_waiting = 0
+
+    def step(
+        self,
+        now: int,
+        missing: Callable[[], Sequence[str]],
+        publish: Callable[[Frame], None],
+        clock: Callable[[], int] = time.monotonic_ns,
+    ) -> PlayStep:
+        """Hand ``publish`` what is due at ``now``; return what else to do and when to look again.
+
+        Parameters
+        ----------
+        now : int
+            The time (monotonic ns).
+        missing : Callable[[], Sequence[str]]
+            The readers still missing before the first message (``topic (have of need)``).
+        publish : Callable[[Frame], None]
+            Publishes one message (called in order, at most ``batch`` times).
+        clock : Callable[[], int], optional
+            The monotonic clock (ns) each publish's lateness is measured on.
+        """
+        playback = self.playback
+        if not playback.started:
+            waiting = missing()
+            if waiting:
+                said = []
+                if now >= self._told_waiting:
+                    self._told_waiting = now + self._report
+                    said.append(Say(INFO, f"waiting for readers: {', '.join(waiting)}"))
+                return PlayStep(said, wake=now + self._slice)
+            playback.start(now)
+            self.started_at = now
+        published = 0
+        while published < self._batch and (due := playback.next_due()) is not None and due <= now:
+            publish(playback.advance(now))
+            self.lateness.append(clock() - due)
+            published += 1
+        tick = playback.bag_time(now) if self.clock_ticks.due(now) else None
+        line = playback.progress(now) if self.progress_ticks.due(now) or playback.done else None
+        if playback.done:
+            self.finished_at = now
+            return PlayStep(clock=tick, progress=line)
+        wake = [t for t in (playback.next_due(), self.clock_ticks.next, self.progress_ticks.next) if t is not None]
+        return PlayStep(clock=tick, progress=line, wake=min(wake, default=now + self._slice))
+
+    def ending(self, frames: BagFrames) -> str:
+        """One sentence on the playback so far, with the messages of ``frames``' bag left out."""
+        text = self.playback.ending()
+        if frames.skipped:
+            text += f"; {frames.skipped} ROS 1 messages could not be converted and were left out"
+        if frames.bag.skipped_messages:
+            text += f"; damaged messages skipped: {frames.bag.skipped_messages}"
+        return text
 
 
 SHADOW_TOPICS = (JOINT_STATES, TARGET, ROBOT_DESCRIPTION)

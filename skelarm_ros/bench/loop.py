@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skelarm_ros.sim.run import RUN_SUMMARY
+from skelarm_ros.sim.run import SimulatorSummary
 from skelarm_ros.sim.scenario import resolve_scenario
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ REALTIME_CASES: tuple[tuple[str, str, dict[str, object] | None], ...] = (
 )
 START_TIMEOUT = 60.0  # s for processes to start and find each other
 PRIORITY = 50  # thread_priority of the realtime runs with SCHED_FIFO, as ros2_control's default
-_ANSWERED = re.compile(r"(\d+) of (\d+) steps \(([0-9.]+)%\) applied the command answering")
 _domains = itertools.count()
 
 
@@ -285,6 +284,15 @@ def _found(pattern: re.Pattern[str] | str, text: str, what: str) -> re.Match[str
     return found
 
 
+def _summary(text: str) -> SimulatorSummary:
+    """Return the simulator's run summary from the processes' output (:meth:`SimulatorSummary.read`)."""
+    summary = SimulatorSummary.read(text)
+    if summary is None or not summary.time_lines:
+        msg = f"the simulator logged no run summary:\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    return summary
+
+
 def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str, raw: bool = False) -> float:
     """Round trips per second of the ping-pong, ping on the EventsExecutor as the lockstep simulator."""
     extra = ["--raw"] if raw else []
@@ -315,8 +323,8 @@ def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
         ),
         START_TIMEOUT + duration * 10.0,
     )
-    found = _found(RUN_SUMMARY, text, "the simulator logged no run summary")
-    return float(found["rate"])
+    rate = _summary(text).time_lines[-1].rate
+    return math.nan if rate is None else float(rate)
 
 
 def realtime_share(
@@ -336,8 +344,12 @@ def realtime_share(
     )
     if priority and "runs under SCHED_FIFO" not in text:
         return float("nan"), 0, 0
-    found = _found(_ANSWERED, text, "the simulator counted no answered command (did the controller run?)")
-    return float(found.group(3)), int(found.group(1)), int(found.group(2))
+    answered = _summary(text).answered
+    if answered is None or not answered[1]:
+        msg = f"the simulator counted no answered command (did the controller run?):\n{text[-2000:]}"
+        raise RuntimeError(msg)
+    on_time, total = answered
+    return 100.0 * on_time / total, on_time, total
 
 
 def _scenario_file(work: Workspace, scenario: str, controller: dict[str, object] | None) -> str:

@@ -75,7 +75,7 @@ def play(bag: Path, rate: float) -> tuple[np.ndarray, float, int]:
         executor.add_node(node)
         node.start()
         spin_until(node, executor, node.finished)
-        took = (node.finished_at - node.started_at) / 1e9
+        took = (node.pacer.finished_at - node.pacer.started_at) / 1e9
         lateness = np.asarray(node.lateness, dtype=np.int64)
         node.close()
         node.destroy_node()

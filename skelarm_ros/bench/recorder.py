@@ -275,8 +275,8 @@ def publish(rate: int, seconds: float, report: Path) -> int:
 
 
 def _single_threaded_recorder(args: list[str]) -> int:
-    from skelarm_ros.nodes.kit import run_node
     from skelarm_ros.nodes.recorder import DOC, NODE_NAME, Recorder
+    from skelarm_ros.nodes.running import run_node
 
     class SingleThreadedRecorder(Recorder):
         events_executor = False

@@ -39,7 +39,7 @@ import numpy as np
 
 from skelarm_ros.bags.forces import CSV_COLUMNS, RecordedForce
 from skelarm_ros.outputs import add_force_option, check_new
-from skelarm_ros.sim.run import RUN_SUMMARY
+from skelarm_ros.sim.run import SimulatorSummary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -352,11 +352,11 @@ def stepping_wall_time(output: str) -> float:
     DemoError
         If the output holds no such line (the simulator did not finish its run).
     """
-    found = [match for line in output.splitlines() if "simulator]" in line for match in RUN_SUMMARY.finditer(line)]
-    if not found:
+    summary = SimulatorSummary.read("\n".join(line for line in output.splitlines() if "simulator]" in line))
+    if summary is None or not summary.time_lines:
         msg = "the simulator did not report the end of its run"
         raise DemoError(msg)
-    return float(found[-1]["stepping"])
+    return summary.time_lines[-1].stepping
 
 
 def run_demo(

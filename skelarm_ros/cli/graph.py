@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skelarm_ros.bags.forces import HOLD, STEPPED
 from skelarm_ros.bags.replay import shadow_topics
 from skelarm_ros.interface import (
     BASE_FRAME,
@@ -39,6 +40,11 @@ from skelarm_ros.interface import (
     default_joint_names,
     split_names,
 )
+from skelarm_ros.nodes.params.controller import ControllerParams
+from skelarm_ros.nodes.params.fields import Names
+from skelarm_ros.nodes.params.force_replay import CLOCK_TIMING, TIMER_TIMING, ForceReplayParams
+from skelarm_ros.nodes.params.recorder import RecorderParams
+from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.outputs import check_new
 from skelarm_ros.sim.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.sim.urdf import skeleton_to_urdf
@@ -57,6 +63,12 @@ REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by wit
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
 ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+# The nodes' parameter names, from their declarations (skelarm_ros.nodes.params).
+SIMULATOR = Names(SimulatorParams)
+CONTROLLER = Names(ControllerParams)
+FORCE_REPLAY = Names(ForceReplayParams)
+RECORDER = Names(RecorderParams)
 
 
 class GraphError(ValueError):
@@ -348,8 +360,8 @@ class _Graph:
 
     @property
     def naming(self) -> dict[str, ParameterValue]:
-        """The ``joint_names`` parameter, when the arguments rename the joints."""
-        return {"joint_names": self.joint_names} if self.joint_names else {}
+        """The ``joint_names`` parameter (the simulator's, the controller's), when the arguments rename the joints."""
+        return {SIMULATOR.joint_names: self.joint_names} if self.joint_names else {}
 
     def node(self, executable: str, parameters: dict[str, ParameterValue], *, ends_graph: bool = False) -> NodeSpec:
         """Return the spec of one of this package's nodes in the graph's namespace."""
@@ -448,7 +460,9 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         specs.append(_force_replay(graph))
     if graph.record:
         # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
-        specs.append(graph.node("recorder", {"output": graph.record, "storage": graph.values["record_storage"]}))
+        specs.append(
+            graph.node("recorder", {RECORDER.output: graph.record, RECORDER.storage: graph.values["record_storage"]})
+        )
     if graph.shadow:
         specs.append(_player(graph))
     if _flag(graph.values, "rviz"):
@@ -464,51 +478,53 @@ def _simulator(graph: _Graph) -> NodeSpec:
     # Step 0 waits for the graph's own joint_states readers, so none misses the start.
     readers = int(graph.controller) + int(bool(graph.record)) + int(graph.values["extra_readers"])
     parameters: dict[str, ParameterValue] = {
-        "scenario": graph.scenario,
-        "mode": graph.values["mode"],
-        "duration": graph.duration,
-        "command_interface": graph.command_interface,
-        "publish_clock": _flag(graph.values, "publish_clock"),
-        "wait_for_wrench": graph.lockstep and bool(graph.force_source),
-        "min_subscribers": readers,
-        "wait_for_controller": graph.controller,
-        "thread_priority": graph.priority,
+        SIMULATOR.scenario: graph.scenario,
+        SIMULATOR.mode: graph.values["mode"],
+        SIMULATOR.duration: graph.duration,
+        SIMULATOR.command_interface: graph.command_interface,
+        SIMULATOR.publish_clock: _flag(graph.values, "publish_clock"),
+        SIMULATOR.wait_for_wrench: graph.lockstep and bool(graph.force_source),
+        SIMULATOR.min_subscribers: readers,
+        SIMULATOR.wait_for_controller: graph.controller,
+        SIMULATOR.thread_priority: graph.priority,
     }
     return graph.node("simulator", {**parameters, **graph.naming}, ends_graph=graph.duration > 0.0)
 
 
 def _controller(graph: _Graph) -> NodeSpec:
     parameters: dict[str, ParameterValue] = {
-        "scenario": graph.scenario,
-        "command_interface": graph.command_interface,
-        "reliable_states": graph.lockstep,  # lockstep answers every state; realtime takes any driver's
-        "thread_priority": graph.priority,
+        CONTROLLER.scenario: graph.scenario,
+        CONTROLLER.command_interface: graph.command_interface,
+        CONTROLLER.reliable_states: graph.lockstep,  # lockstep answers every state; realtime takes any driver's
+        CONTROLLER.thread_priority: graph.priority,
     }
+    recorded = int(bool(graph.record))
     if graph.simulate:
         # Its first command waits for the simulator's and the recorder's readers, its channels for the
         # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
-        parameters["min_subscribers"] = 1 + int(bool(graph.record))
-        parameters["min_channel_subscribers"] = int(bool(graph.record))
+        parameters[CONTROLLER.min_subscribers] = 1 + recorded
+        parameters[CONTROLLER.min_channel_subscribers] = recorded
     elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
-        parameters.update(reliable_states=True, qos_depth=REPLAY_DEPTH)
-        parameters["min_subscribers"] = parameters["min_channel_subscribers"] = int(bool(graph.record))
+        parameters[CONTROLLER.reliable_states] = True
+        parameters[CONTROLLER.qos_depth] = REPLAY_DEPTH
+        parameters[CONTROLLER.min_subscribers] = parameters[CONTROLLER.min_channel_subscribers] = recorded
     if graph.command_joints:
-        parameters["command_joints"] = graph.command_joints
+        parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
 
 
 def _force_replay(graph: _Graph) -> NodeSpec:
     parameters: dict[str, ParameterValue] = {
-        "source": graph.force_source,
-        "scenario": graph.scenario,  # its step is the replay's
-        "mode": "stepped" if graph.lockstep else "hold",
+        FORCE_REPLAY.source: graph.force_source,
+        FORCE_REPLAY.scenario: graph.scenario,  # its step is the replay's
+        FORCE_REPLAY.mode: STEPPED if graph.lockstep else HOLD,
         # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
-        "timing": "clock" if graph.simulate else "timer",
+        FORCE_REPLAY.timing: CLOCK_TIMING if graph.simulate else TIMER_TIMING,
         # Its first wrench waits for the simulator's and the recorder's readers.
-        "min_subscribers": int(graph.simulate) + int(bool(graph.record)),
+        FORCE_REPLAY.min_subscribers: int(graph.simulate) + int(bool(graph.record)),
     }
     if graph.values["force_topic"]:
-        parameters["topic"] = graph.values["force_topic"]
+        parameters[FORCE_REPLAY.topic] = graph.values["force_topic"]
     return graph.node("force_replay", parameters)
 
 

@@ -20,7 +20,6 @@ This package does not import rclpy.
 """
 
 from skelarm_ros.control.loop import (
-    TIME_REVERSAL_MODES,
     ControlLoop,
     ControlOutput,
     build_control_loop,
@@ -37,6 +36,7 @@ from skelarm_ros.control.twins import (
     reads_joints_only,
     with_fast_model,
 )
+from skelarm_ros.interface import TIME_REVERSAL_MODES
 
 __all__ = [
     "PLUGIN_GROUP",

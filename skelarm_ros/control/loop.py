@@ -32,6 +32,7 @@ from skelarm_ros.interface import (
     BASE_FRAME,
     NANOSECONDS,
     POINT_CHANNELS,
+    TIME_REVERSAL_MODES,
     check_choice,
     check_effort_limits,
     check_joint_names,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-TIME_REVERSAL_MODES = ("reset", "reject")
 _TARGET_PLANE_TOLERANCE = 1e-9  # |z| accepted as "in the plane" for a target point (m)
 TARGET_TOLERANCE = 1e-6
 """A target within this distance (m) of the one being followed is the same target, not a new one.

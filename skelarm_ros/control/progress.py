@@ -4,7 +4,7 @@
 """How the controller's task is going, said in a few lines: its progress, the reach, the end of its time.
 
 :class:`TaskProgress` watches a :class:`~skelarm_ros.control.loop.ControlLoop` from the
-states it controls and returns :class:`~skelarm_ros.sim.run.Say` items for the node
+states it controls and returns :class:`~skelarm_ros.interface.Say` items for the node
 to log: a status line each :data:`STATUS_PERIOD` seconds (the controller's time, the
 tip, its distance to the target and the commands sent per second), one line when the
 tip first comes within the task's tolerance of its target, and one when the task's
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from skelarm_ros.interface import INFO, Say
 from skelarm_ros.sim.engine import ArmEngine
-from skelarm_ros.sim.run import INFO, Say
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -19,11 +19,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.bags.cdr import JointStateWriter
-from skelarm_ros.control.loop import TIME_REVERSAL_MODES, ControlOutput, build_control_loop, channel_columns
+from skelarm_ros.control.loop import ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.interface import (
     BASE_FRAME,
-    COMMAND_INTERFACES,
     COMMAND_TOPICS,
     JOINT_COMMANDS,
     JOINT_STATES,
@@ -32,25 +31,10 @@ from skelarm_ros.interface import (
     check_effort_limits,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.nodes.kit import (
-    KEEP_ALL,
-    HeldBack,
-    IncompatiblePeers,
-    JointStateInput,
-    KitNode,
-    choice,
-    count,
-    declare_parameters,
-    flag,
-    floats,
-    live_parameters,
-    newest,
-    number,
-    run_node,
-    say,
-    strings,
-    text,
-)
+from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack, IncompatiblePeers, JointStateInput, newest
+from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
+from skelarm_ros.nodes.params.controller import ControllerParams
+from skelarm_ros.nodes.running import KitNode, run_node, say
 from skelarm_ros.sim.conversions import Rejected
 
 if TYPE_CHECKING:
@@ -63,38 +47,6 @@ DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
 WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
 
-PARAMETERS = (
-    text("scenario", "", "skelarm scenario TOML (path or bundled name; empty: bundled reach)"),
-    strings("joint_names", "joint names in the arm's order; empty: j1 ... jN"),
-    strings(
-        "command_joints",
-        "joint_names in the order effort_controller/commands carries them (the driver's); empty: joint_names order",
-    ),
-    choice(
-        "command_interface",
-        COMMAND_INTERFACES,
-        "commands: Float64MultiArray on effort_controller/commands; joint_commands: JointState on joint_commands",
-    ),
-    number("dt", 0.0, "control step handed to the controller; 0: the scenario's [simulator].dt", zero=True),
-    flag("fast_model", True, "Pinocchio model for computed torque, inverse-dynamics PD and MPC"),
-    count("qos_depth", 10, "history depth of joint_states and effort_controller/commands", low=1),
-    flag(
-        "reliable_states",
-        False,
-        "read joint_states reliably (lockstep: every state answered); false takes best-effort drivers too",
-    ),
-    floats("effort_limits", "per-joint torque bounds (N*m); empty: none", live=True),
-    choice("time_reversal", TIME_REVERSAL_MODES, "what a state stamped earlier than the previous one does", live=True),
-    flag("publish_channels", True, "publish the controller's channels on controller/<channel>", live=True),
-    count("thread_priority", 0, "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none", 99),
-    count(
-        "min_subscribers",
-        0,
-        "readers of the command topic to wait for before the first command (held back in order until then)",
-    ),
-    count("min_channel_subscribers", 0, "readers of each controller/<channel> topic to wait for as well"),
-)
-
 
 class ControllerNode(KitNode):
     """Run a skelarm controller on joint states and publish its effort commands and channels.
@@ -104,7 +56,13 @@ class ControllerNode(KitNode):
     node_name : str, optional
         The node's name.
     **kwargs : Any
-        Forwarded to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Forwarded to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+
+    Attributes
+    ----------
+    params : ControllerParams
+        The parameters in use (a live change replaces them whole).
 
     Raises
     ------
@@ -124,29 +82,28 @@ class ControllerNode(KitNode):
 
     def setup(self) -> None:
         """Declare the parameters, build the control loop and wire the topics."""
-        p = declare_parameters(self, PARAMETERS, DOC)
+        params = self.params = declare_parameters(self, ControllerParams, DOC)
         self.loop, problems = build_control_loop(
-            p["scenario"],
-            joint_names=p["joint_names"] or (),
-            dt=p["dt"],
-            fast_model=p["fast_model"],
-            time_reversal=p["time_reversal"],
-            effort_limits=p["effort_limits"] or (),
-            command_joints=p["command_joints"] or (),
+            params.scenario,
+            joint_names=params.joint_names,
+            dt=params.dt,
+            fast_model=params.fast_model,
+            time_reversal=params.time_reversal,
+            effort_limits=params.effort_limits,
+            command_joints=params.command_joints,
         )
         for problem in problems:
             self.get_logger().warning(problem)
-        self.thread_priority = p["thread_priority"]
+        self.thread_priority = params.thread_priority
         self.failures = 0
-        self._publish_channels: bool = p["publish_channels"]
-        self._stamped = p["command_interface"] == JOINT_COMMANDS
+        self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
-        state_qos = newest(p["qos_depth"], reliable=p["reliable_states"])
+        state_qos = newest(params.qos_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
-        self._out_qos = KEEP_ALL if self._stamped else newest(p["qos_depth"], reliable=True)
-        topic = COMMAND_TOPICS[p["command_interface"]]
+        self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
+        topic = COMMAND_TOPICS[params.command_interface]
         readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
-        self.command_pub: Publisher = self.create_publisher(
+        self.command_pub: Publisher = self.publisher(
             JointState if self._stamped else Float64MultiArray,
             topic,
             self._out_qos,
@@ -158,17 +115,17 @@ class ControllerNode(KitNode):
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
-        readers, channel_readers = p["min_subscribers"], p["min_channel_subscribers"]
+        wanted, channel_readers = params.min_subscribers, params.min_channel_subscribers
         # Until the readers the graph starts are matched, what would go out waits, in order.
         self.out = HeldBack(
             self,
-            self._readers_matched(readers, channel_readers) if readers or channel_readers else None,
+            self._readers_matched(wanted, channel_readers) if wanted or channel_readers else None,
             self._released,
         )
         joints = self.loop.num_joints
-        live_parameters(
+        LiveParameters(
             self,
-            PARAMETERS,
+            params,
             self._apply_parameters,
             checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
         )
@@ -187,14 +144,11 @@ class ControllerNode(KitNode):
             f"commands on {topic} in the order {self.loop.command_joints}"
         )
 
-    def _apply_parameters(self, values: dict[str, Any]) -> None:
-        """Apply a checked set of tunable parameters."""
-        if "effort_limits" in values:
-            self.loop.set_effort_limits(values["effort_limits"] or [])
-        if "time_reversal" in values:
-            self.loop.set_time_reversal(values["time_reversal"])
-        if "publish_channels" in values:
-            self._publish_channels = bool(values["publish_channels"])
+    def _apply_parameters(self, params: ControllerParams) -> None:
+        """Apply a checked set of parameters (the live ones may have changed)."""
+        self.params = params
+        self.loop.set_effort_limits(params.effort_limits)
+        self.loop.set_time_reversal(params.time_reversal)
 
     def _readers_matched(self, readers: int, channel_readers: int) -> Any:
         def matched() -> bool:
@@ -250,7 +204,7 @@ class ControllerNode(KitNode):
             )
         out = self.out
         out.publish(self.command_pub, self._command(output, sec, nanosec))
-        if self._publish_channels:
+        if self.params.publish_channels:
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
         say(self, self.progress.controlled(output.t))
@@ -303,7 +257,7 @@ class ControllerNode(KitNode):
         """Create the publisher of one channel: PointStamped for a point, else JointState."""
         columns = channel_columns(name, value, self.loop.joint_names)
         kind = PointStamped if columns is None else JointState
-        entry = (self.create_publisher(kind, channel_topic(name), self._out_qos), columns)
+        entry = (self.publisher(kind, channel_topic(name), self._out_qos), columns)
         self.channel_pubs[name] = entry
         return entry
 

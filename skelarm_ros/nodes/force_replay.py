@@ -19,20 +19,12 @@ from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock, ClockType
 from rosgraph_msgs.msg import Clock as ClockMsg
 
-from skelarm_ros.bags.forces import MODES, STEPPED, ForcePlayer, RecordedForce, load_force
+from skelarm_ros.bags.forces import STEPPED, ForcePlayer, RecordedForce, load_force
 from skelarm_ros.interface import BASE_FRAME, CLOCK, TIP_WRENCH, stamp_to_seconds
-from skelarm_ros.nodes.kit import (
-    KEEP_ALL,
-    HeldBack,
-    KitNode,
-    Param,
-    choice,
-    count,
-    declare_parameters,
-    number,
-    run_node,
-    text,
-)
+from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack
+from skelarm_ros.nodes.parameters import declare_parameters
+from skelarm_ros.nodes.params.force_replay import CLOCK_TIMING, TIMER_TIMING, ForceReplayParams
+from skelarm_ros.nodes.running import KitNode, run_node
 from skelarm_ros.sim.scenario import load_arm
 
 if TYPE_CHECKING:
@@ -43,22 +35,7 @@ if TYPE_CHECKING:
 
 NODE_NAME = "force_replay"
 DOC = "docs/force_replay.md"
-CLOCK_TIMING = "clock"
-TIMER_TIMING = "timer"
-TIMINGS = (CLOCK_TIMING, TIMER_TIMING)
 WATCH_PERIOD = 0.02  # s, how often clock timing looks for a /clock publisher
-
-
-PARAMETERS = (
-    text("source", "", "recorded tip force: a .sklog.npz log (ext_force), a .csv or a bag"),
-    text("topic", TIP_WRENCH, "the WrenchStamped topic to read from a bag"),
-    Param("time_offset", 0.0, "seconds added to the record's times before playing (s)"),
-    choice("mode", MODES, "hold: the record's value at each step's time; stepped: the mean over the step"),
-    choice("timing", TIMINGS, "clock: one wrench per new /clock time, stamped with it; timer: own timer at the step"),
-    number("dt", 0.0, "the step; 0 takes the scenario's", zero=True),
-    text("scenario", "", "scenario whose step is used when dt is 0 (path or bundled name)"),
-    count("min_subscribers", 0, "tip_wrench readers to wait for before the first wrench (held back in order)"),
-)
 
 
 class ForceReplayNode(KitNode):
@@ -69,7 +46,13 @@ class ForceReplayNode(KitNode):
     record : RecordedForce | None, optional
         The force to play; ``None`` reads it from the ``source`` parameter.
     **kwargs : Any
-        Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Passed on to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+
+    Attributes
+    ----------
+    params : ForceReplayParams
+        The parameters it runs with.
 
     Raises
     ------
@@ -92,18 +75,18 @@ class ForceReplayNode(KitNode):
 
     def setup(self) -> None:
         """Declare the parameters, read the record and wire ``/clock`` or the timer."""
-        p = declare_parameters(self, PARAMETERS, DOC)
-        self.mode, self.timing = p["mode"], p["timing"]
-        step = p["dt"]
+        params = self.params = declare_parameters(self, ForceReplayParams, DOC)
+        self.mode, self.timing = params.mode, params.timing
+        step = params.dt
         if step == 0.0 and (self.mode == STEPPED or self.timing == TIMER_TIMING):
-            step = load_arm(p["scenario"]).dt
+            step = load_arm(params.scenario).dt
         self.dt = step
         record = self._given_record
-        offset = float(p["time_offset"])
-        self.record = load_force(p["source"], p["topic"], offset) if record is None else record.shifted(offset)
+        offset = params.time_offset
+        self.record = load_force(params.source, params.topic, offset) if record is None else record.shifted(offset)
         self.player = ForcePlayer(self.record, self.mode, step if step > 0.0 else None)
         self.published = 0
-        readers = p["min_subscribers"]
+        readers = params.min_subscribers
         # Until the readers the graph starts (simulator, recorder) are matched, wrenches wait in order.
         self.out = HeldBack(
             self, (lambda: self.ensure_publisher().get_subscription_count() >= readers) if readers else None
@@ -120,7 +103,7 @@ class ForceReplayNode(KitNode):
                 WATCH_PERIOD, self._watch_clock, clock=Clock(clock_type=ClockType.STEADY_TIME)
             )
         else:
-            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
+            self.wrench_pub = self.publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
             self.timer = self.create_timer(step, self.on_timer)
         self.get_logger().info(
             f"replaying {self.record!r} on {TIP_WRENCH}: mode {self.mode}, timing {self.timing}"
@@ -138,7 +121,7 @@ class ForceReplayNode(KitNode):
     def ensure_publisher(self) -> Publisher:
         """Return the ``tip_wrench`` publisher, creating it when it does not exist yet."""
         if self.wrench_pub is None:
-            self.wrench_pub = self.create_publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
+            self.wrench_pub = self.publisher(WrenchStamped, TIP_WRENCH, KEEP_ALL)
         return self.wrench_pub
 
     def on_clock(self, msg: ClockMsg) -> None:

@@ -51,9 +51,9 @@ if TYPE_CHECKING:
 
     from builtin_interfaces.msg import Time
     from numpy.typing import ArrayLike
-    from rclpy.node import Node
     from skelarm import Skeleton
 
+    from skelarm_ros.nodes.running import KitNode
     from skelarm_ros.sim.markers import MarkerShape
 
 _TYPES = {
@@ -158,8 +158,9 @@ class SimulatorMarkers:
 
     Parameters
     ----------
-    node : Node
-        The simulator node (publisher, subscription and timer are its own).
+    node : KitNode
+        The simulator node (publisher, subscription and timer are its own; the publisher
+        is its stand-in for ``markers`` when it has one).
     skeleton : skelarm.Skeleton
         The arm drawn.
     config : Mapping[str, Any]
@@ -172,7 +173,7 @@ class SimulatorMarkers:
 
     def __init__(
         self,
-        node: Node,
+        node: KitNode,
         skeleton: Skeleton,
         config: Mapping[str, Any],
         rate: float,
@@ -190,7 +191,7 @@ class SimulatorMarkers:
             )
         self._goal = next((goal for goal in goals if goal.active), None)
         self._state = state
-        self.publisher = node.create_publisher(MarkerArray, MARKERS, 10)
+        self.publisher = node.publisher(MarkerArray, MARKERS, 10)
         node.create_subscription(PointStamped, TARGET, self.on_target, 10)
         node.create_timer(1.0 / rate, self.publish, clock=Clock(clock_type=ClockType.STEADY_TIME))
 

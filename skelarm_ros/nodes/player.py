@@ -11,8 +11,8 @@ Every format :mod:`skelarm_ros.bags.reader` reads plays (sqlite3, MCAP, split, c
 a truncated MCAP up to its last complete chunk, ROS 1 bags as their ROS 2 types).
 Each message's recorded bytes are published unchanged at its log time scaled by the
 rate, with the QoS the bag recorded. A thin shell around :mod:`skelarm_ros.bags.replay`:
-a play thread publishes what :class:`~skelarm_ros.bags.replay.Playback` says is due and
-sleeps until the next message; the executor serves the services (std_srvs/Trigger:
+a play thread publishes what :class:`~skelarm_ros.bags.replay.Pacer` says is due and
+sleeps until it says to look again; the executor serves the services (std_srvs/Trigger:
 ``~/pause``, ``~/resume``, ``~/toggle_paused``, ``~/is_paused``, ``~/play_next``,
 ``~/stop``; see docs/replay.md for how they map onto rosbag2_interfaces'). The node
 exits 0 when the bag is played out.
@@ -21,28 +21,26 @@ exits 0 when the bag is played out.
 from __future__ import annotations
 
 import argparse
-import importlib
+import functools
 import sys
 import threading
 import time
-from array import array
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock as ClockMsg
 from std_srvs.srv import Trigger
 
 from skelarm_ros.bags.replay import (
     BagFrames,
     Frame,
+    Pacer,
     Playback,
     PlayError,
     PlayOptions,
     ReaderWait,
-    Ticker,
     first_log_time,
     open_for_playing,
     parse_reader_wait,
@@ -50,14 +48,14 @@ from skelarm_ros.bags.replay import (
     plan_topics,
 )
 from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
-from skelarm_ros.nodes.kit import KitNode, run_node
+from skelarm_ros.nodes.endpoints import message_class, publisher_qos
+from skelarm_ros.nodes.graph_queries import wait_for_acknowledgements
+from skelarm_ros.nodes.running import KitNode, run_node, say
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from rclpy.publisher import Publisher
-
-    from skelarm_ros.bags.reader import TopicQos
 
 NODE_NAME = "player"
 DEFAULT_CLOCK_HZ = 40.0  # --clock without a rate, as ros2 bag play
@@ -65,27 +63,6 @@ WAIT_SLICE = 0.05  # s, the longest the play thread sleeps before it looks again
 FINE_WAIT = 0.001  # s before a message is due, the play thread sleeps instead of waiting on an event
 FINISH_POLL = 0.02  # s, how often the executor looks whether the play thread is done
 ACK_SLICE = 0.1  # s, one piece of --wait-for-all-acked, so a signal ends the wait promptly
-BATCH = 1000  # messages published at most before the play thread looks at the time again
-WAIT_REPORT = 2.0  # s between 'waiting for readers' lines
-
-
-def message_class(msgtype: str) -> Any | None:
-    """Return the Python class of a ROS 2 message type (``pkg/msg/Name``), or ``None`` when not installed."""
-    try:
-        package, kind, name = msgtype.split("/")
-        return getattr(importlib.import_module(f"{package}.{kind}"), name, None)
-    except (ValueError, ImportError):
-        return None
-
-
-def publisher_qos(qos: TopicQos) -> QoSProfile:
-    """Return the publisher's QoS profile for a topic's recorded QoS."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=qos.depth,
-        reliability=ReliabilityPolicy.RELIABLE if qos.reliable else ReliabilityPolicy.BEST_EFFORT,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL if qos.transient_local else DurabilityPolicy.VOLATILE,
-    )
 
 
 @dataclass(frozen=True)
@@ -237,11 +214,6 @@ class PlayerNode(KitNode):
         self._stopping = threading.Event()
         self._finished = threading.Event()
         self._thread: threading.Thread | None = None
-        self.lateness = array("q")  # ns from each message's due time to its publish, when played on time
-        self.started_at = self.finished_at = 0  # monotonic ns the playback started and ended at
-        progress_hz = self.settings.progress_hz if self._tty else min(self.settings.progress_hz, 1.0)
-        self._progress = Ticker(progress_hz)
-        self._told_waiting = 0
         self._setup(self.settings)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(FINISH_POLL, self._tick, clock=steady)
@@ -258,28 +230,25 @@ class PlayerNode(KitNode):
         for note in [*self.bag.notes, *self.plan.notes]:
             logger.info(note)
         self.publishers_by_index: list[Publisher] = [
-            self.create_publisher(message_class(topic.msgtype), topic.output, publisher_qos(topic.qos))
+            self.publisher(message_class(topic.msgtype), topic.output, publisher_qos(topic.qos))
             for topic in self.plan.topics
         ]
         self.frames = BagFrames(self.bag, self.plan.topics)
         latched = [i for i, topic in enumerate(self.plan.topics) if topic.qos.transient_local]
         self.playback = Playback(self.frames, start or 0, settings.options, latched, self.plan.total)
-        self._readers = settings.readers.resolved(self.resolve_topic_name)
-        self._clock_pub = (
-            self.create_publisher(ClockMsg, CLOCK, QoSProfile(depth=10)) if settings.options.clock_hz > 0.0 else None
+        clock_hz, progress_hz = settings.options.clock_hz, settings.progress_hz
+        self.pacer = Pacer(
+            self.playback,
+            clock_hz=clock_hz,
+            progress_hz=progress_hz if self._tty else min(progress_hz, 1.0),
+            wait_slice=WAIT_SLICE,
         )
-        self._clock_ticks = Ticker(settings.options.clock_hz)
+        self.lateness = self.pacer.lateness  # ns from each message's due time to its publish
+        self._readers = settings.readers.resolved(self.resolve_topic_name)
+        self.clock_pub = self.publisher(ClockMsg, CLOCK, QoSProfile(depth=10)) if clock_hz > 0.0 else None
         self._clock_msg = ClockMsg()
-        services: dict[str, Callable[[Trigger.Request, Trigger.Response], Trigger.Response]] = {
-            "pause": self._on_pause,
-            "resume": self._on_resume,
-            "toggle_paused": self._on_toggle,
-            "is_paused": self._on_is_paused,
-            "play_next": self._on_play_next,
-            "stop": self._on_stop,
-        }
-        for name, callback in services.items():
-            self.create_service(Trigger, f"~/{name}", callback)
+        for name, (act, yes, no) in self._service_table().items():
+            self.create_service(Trigger, f"~/{name}", functools.partial(self._control, act=act, yes=yes, no=no))
         listing = ", ".join(
             f"{topic.name}" + (f" as {pub.topic_name}" if pub.topic_name != topic.name else "") + f" ({topic.msgtype})"
             for topic, pub in zip(self.plan.topics, self.publishers_by_index, strict=True)
@@ -304,39 +273,24 @@ class PlayerNode(KitNode):
     def step(self, now: int) -> int | None:
         """Publish what is due at ``now`` (monotonic ns); return when to look again (ns), ``None`` when done."""
         with self._lock:
-            playback = self.playback
-            if not playback.started:
-                missing = self.missing_readers()
-                if missing:
-                    if now >= self._told_waiting and self.context.ok():
-                        self._told_waiting = now + round(WAIT_REPORT * NANOSECONDS)
-                        self.get_logger().info(f"waiting for readers: {', '.join(missing)}")
-                    return now + round(WAIT_SLICE * NANOSECONDS)
-                playback.start(now)
-                self.started_at = now
-            published = 0
-            while published < BATCH and (due := playback.next_due()) is not None and due <= now:
-                frame = playback.advance(now)
-                self.publishers_by_index[frame[0]].publish(frame[2])
-                self.lateness.append(time.monotonic_ns() - due)
-                published += 1
-            if self._clock_pub is not None and self._clock_ticks.due(now):
-                self._publish_clock(playback.bag_time(now))
-            if self._progress.due(now) or playback.done:
-                self._show_progress(now)
-            if playback.done:
-                self.finished_at = now
-                return None
-            wake = [t for t in (playback.next_due(), self._clock_ticks.next, self._progress.next) if t is not None]
-            return min(wake, default=now + round(WAIT_SLICE * NANOSECONDS))
+            step = self.pacer.step(now, self.missing_readers, self._publish)
+            if self.context.ok():
+                say(self, step.said)
+            if step.clock is not None and self.clock_pub is not None:
+                self._publish_clock(step.clock)
+            if step.progress is not None:
+                self._show_progress(step.progress)
+            return step.wake
+
+    def _publish(self, frame: Frame) -> None:
+        self.publishers_by_index[frame[0]].publish(frame[2])
 
     def _publish_clock(self, bag_ns: int) -> None:
-        assert self._clock_pub is not None
+        assert self.clock_pub is not None
         self._clock_msg.clock.sec, self._clock_msg.clock.nanosec = nanoseconds_to_stamp(bag_ns)
-        self._clock_pub.publish(self._clock_msg)
+        self.clock_pub.publish(self._clock_msg)
 
-    def _show_progress(self, now: int) -> None:
-        line = self.playback.progress(now)
+    def _show_progress(self, line: str) -> None:
         end = "\n" if not self._tty or self.playback.done else ""
         self._out.write(("\r" if self._tty else "") + line + end)
         self._out.flush()
@@ -369,13 +323,11 @@ class PlayerNode(KitNode):
         limit = self.settings.wait_for_all_acked
         if limit is None:
             return
-        pending = [
+        reliable = [
             pub for topic, pub in zip(self.plan.topics, self.publishers_by_index, strict=True) if topic.qos.reliable
         ]
-        deadline = time.monotonic() + limit / 1000.0 if limit > 0 else None
-        piece = Duration(seconds=ACK_SLICE)
-        while pending and not self._stopping.is_set() and (deadline is None or time.monotonic() < deadline):
-            pending = [pub for pub in pending if not pub.wait_for_all_acked(piece)]
+        timeout = limit / 1000.0 if limit > 0 else None
+        pending = wait_for_acknowledgements(reliable, timeout, ACK_SLICE, self._stopping.is_set)
         if pending and not self._stopping.is_set():
             names = [pub.topic_name for pub in pending]
             self.get_logger().warning(f"not every reader acknowledged the messages on {names} within {limit} ms")
@@ -400,12 +352,7 @@ class PlayerNode(KitNode):
 
     def summary(self) -> str:
         """One sentence on the playback so far."""
-        text = self.playback.ending()
-        if self.frames.skipped:
-            text += f"; {self.frames.skipped} ROS 1 messages could not be converted and were left out"
-        if self.bag.skipped_messages:
-            text += f"; damaged messages skipped: {self.bag.skipped_messages}"
-        return text
+        return self.pacer.ending(self.frames)
 
     def stop(self) -> None:
         """Stop the play thread and wait for it."""
@@ -422,7 +369,31 @@ class PlayerNode(KitNode):
 
     # -- services (std_srvs/Trigger, in the executor) -------------------------------------------------
 
-    def _control(self, response: Trigger.Response, act: Callable[[int], bool], yes: str, no: str) -> Trigger.Response:
+    def _service_table(self) -> dict[str, tuple[Callable[[int], bool], str, str]]:
+        """Each service: what it does to the playback at a time, and what it answers when that did or did not."""
+        playback = self.playback
+        return {
+            "pause": (playback.pause, "paused", "already paused"),
+            "resume": (playback.resume, "resumed", "not paused"),
+            "toggle_paused": (lambda now: playback.resume(now) or playback.pause(now), "toggled", "not toggled"),
+            "is_paused": (lambda _now: playback.paused, "paused", "playing"),
+            "play_next": (
+                self._play_next,
+                "played the next message",
+                "nothing played (not paused, or no message left)",
+            ),
+            "stop": (self._stop_playback, "stopped", ""),
+        }
+
+    def _control(
+        self,
+        _request: Trigger.Request,
+        response: Trigger.Response,
+        *,
+        act: Callable[[int], bool],
+        yes: str,
+        no: str,
+    ) -> Trigger.Response:
         with self._lock:
             now = time.monotonic_ns()
             response.success = act(now)
@@ -431,38 +402,15 @@ class PlayerNode(KitNode):
         self._wake.set()
         return response
 
-    def _on_pause(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self._control(response, self.playback.pause, "paused", "already paused")
+    def _play_next(self, now: int) -> bool:
+        frame: Frame | None = self.playback.play_next(now)
+        if frame is not None:
+            self._publish(frame)
+        return frame is not None
 
-    def _on_resume(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self._control(response, self.playback.resume, "resumed", "not paused")
-
-    def _on_toggle(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        def toggle(now: int) -> bool:
-            return self.playback.resume(now) or self.playback.pause(now)
-
-        return self._control(response, toggle, "toggled", "not toggled")
-
-    def _on_is_paused(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        return self._control(response, lambda _now: self.playback.paused, "paused", "playing")
-
-    def _on_play_next(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        def play_next(now: int) -> bool:
-            frame: Frame | None = self.playback.play_next(now)
-            if frame is not None:
-                self.publishers_by_index[frame[0]].publish(frame[2])
-            return frame is not None
-
-        return self._control(
-            response, play_next, "played the next message", "nothing played (not paused, or no message left)"
-        )
-
-    def _on_stop(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        def stop(_now: int) -> bool:
-            self.playback.stop()
-            return True
-
-        return self._control(response, stop, "stopped", "")
+    def _stop_playback(self, _now: int) -> bool:
+        self.playback.stop()
+        return True
 
 
 def split_arguments(argv: Sequence[str]) -> tuple[list[str], list[str]]:

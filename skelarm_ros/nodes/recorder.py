@@ -43,16 +43,11 @@ import rclpy
 from rclpy.event_handler import QoSMessageLostInfo, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from skelarm_ros.bags.recording import (
-    DEFAULT_CACHE_SIZE,
-    STORAGES,
-    OfferedQos,
-    Recording,
-    RecordingError,
-    plan_topic,
-)
-from skelarm_ros.interface import ARM_TOPICS, CONTROLLER_NAMESPACE
-from skelarm_ros.nodes.kit import KitNode, Param, choice, count, declare_parameters, number, run_node, text
+from skelarm_ros.bags.recording import OfferedQos, Recording, RecordingError, plan_topic
+from skelarm_ros.interface import CONTROLLER_NAMESPACE
+from skelarm_ros.nodes.parameters import declare_parameters
+from skelarm_ros.nodes.params.recorder import RecorderParams
+from skelarm_ros.nodes.running import KitNode, run_node
 
 if TYPE_CHECKING:
     from rclpy.subscription import Subscription
@@ -62,24 +57,6 @@ if TYPE_CHECKING:
 NODE_NAME = "recorder"
 DOC = "docs/bags.md"
 DRAIN_LIMIT = 2.0  # s, the longest a stop spends taking what the subscriptions still hold
-
-PARAMETERS = (
-    text("output", "", "bag folder to create (default recorder_<UTC time>)"),
-    choice("storage", tuple(STORAGES), "sqlite3 or mcap"),
-    Param(
-        "topics",
-        list(ARM_TOPICS),
-        "topics to record (relative names resolve in the namespace); controller/* always",
-    ),
-    number("flush_interval", 0.2, "time between sqlite3 commits (what survives a SIGKILL)"),
-    number("discovery_period", 0.1, "time between looks for new topics"),
-    count(
-        "max_cache_size",
-        DEFAULT_CACHE_SIZE,
-        "bytes of messages taken but not yet written; when full, taking waits (nothing is dropped)",
-        low=1,
-    ),
-)
 
 
 def _message_class(msgtype: str) -> Any:
@@ -132,10 +109,9 @@ class Recorder(KitNode):
 
     def setup(self) -> None:
         """Declare parameters, open the bag and start discovery."""
-        p = declare_parameters(self, PARAMETERS, DOC)
-        output = str(p["output"]) or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
-        names = [str(topic) for topic in p["topics"] or []]
-        self._wanted = {self._resolve(name) for name in names}
+        params = self.params = declare_parameters(self, RecorderParams, DOC)
+        output = params.output or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
+        self._wanted = {self._resolve(name) for name in params.topics}
         self._controller = self._resolve(CONTROLLER_NAMESPACE) + "/"
         self._recorded: dict[str, tuple[int, Subscription]] = {}
         self._ignored: set[str] = set()
@@ -143,14 +119,17 @@ class Recorder(KitNode):
         self.summary: RecordingSummary | None = None
         try:
             self.recording: Recording | None = Recording(
-                Path(output), p["storage"], flush_interval=p["flush_interval"], max_cache_size=p["max_cache_size"]
+                Path(output),
+                params.storage,
+                flush_interval=params.flush_interval,
+                max_cache_size=params.max_cache_size,
             )
             self.recording.start()
         except RecordingError as error:
             raise ValueError(str(error)) from None
         self.path = self.recording.path
-        self.create_timer(p["discovery_period"], self.discover)
-        self.get_logger().info(f"recording into {self.path} ({p['storage']}, {self.recording.distro})")
+        self.create_timer(params.discovery_period, self.discover)
+        self.get_logger().info(f"recording into {self.path} ({params.storage}, {self.recording.distro})")
 
     def _resolve(self, name: str) -> str:
         if name.startswith("/"):

@@ -28,13 +28,11 @@ from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.interface import (
     BASE_FRAME,
     CLOCK,
-    COMMAND_INTERFACES,
     COMMAND_TOPICS,
     COMMANDS,
     JOINT_STATE_TYPE,
     JOINT_STATES,
     LOCKSTEP,
-    MODES,
     PAUSE_SERVICE,
     RESET_SERVICE,
     ROBOT_DESCRIPTION,
@@ -45,28 +43,12 @@ from skelarm_ros.interface import (
     stamp_text,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.nodes.kit import (
-    KEEP_ALL,
-    LATCHED,
-    IncompatiblePeers,
-    JointStateInput,
-    KitNode,
-    choice,
-    count,
-    declare_parameters,
-    flag,
-    floats,
-    live_parameters,
-    matching_readers,
-    newest,
-    number,
-    publishing_nodes,
-    run_node,
-    say,
-    strings,
-    text,
-)
+from skelarm_ros.nodes.endpoints import KEEP_ALL, LATCHED, IncompatiblePeers, JointStateInput, newest
+from skelarm_ros.nodes.graph_queries import matching_readers, publishing_nodes
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
+from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
+from skelarm_ros.nodes.params.simulator import SimulatorParams
+from skelarm_ros.nodes.running import KitNode, run_node, say
 from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.run import SimulatorRun, start_missing
 from skelarm_ros.sim.scenario import load_arm
@@ -86,30 +68,6 @@ WARN_EVERY = 2.0  # s, throttle of per-message warnings
 ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
 HISTORY = 100  # realtime: messages kept per topic
 
-PARAMETERS = (
-    text("scenario", "", "skelarm scenario or robot TOML (path or bundled name; empty: reach)"),
-    number("dt", 0.0, "integration step; 0 takes the scenario's", zero=True),
-    strings("joint_names", "joint names in arm order; empty for j1..jN"),
-    choice("mode", MODES, "realtime (a timer at the step) or lockstep (each step waits for its command)"),
-    choice(
-        "command_interface",
-        COMMAND_INTERFACES,
-        "commands (Float64MultiArray on effort_controller/commands) or joint_commands (JointState by name, effort)",
-    ),
-    number("command_timeout", 0.5, "realtime: an older command gives zero torque (pauses not counted)", live=True),
-    floats("effort_limits", "per-joint torque limits (N*m) commands are clamped to; empty for none", live=True),
-    number("wrench_tolerance", 1e-6, "largest tip force.z / torque taken as zero", "N or N*m", zero=True, live=True),
-    flag("publish_clock", True, "publish simulated time on /clock"),
-    number("real_time_factor", 1.0, "realtime: timer period dt/real_time_factor", "simulated s per wall s"),
-    number("lockstep_timeout", 5.0, "lockstep: longest wait for a step's command (and wrench)", live=True),
-    number("duration", 0.0, "simulated seconds to run; 0 until stopped", zero=True),
-    flag("wait_for_wrench", False, "lockstep: also wait for the tip_wrench stamped with each step's time"),
-    count("min_subscribers", 0, "joint_states readers to wait for before step 0 (lockstep: at least one)", 1000),
-    flag("wait_for_controller", False, "realtime: publish step 0 only once a controller publishes commands"),
-    count("thread_priority", 0, "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none", 99),
-    number("markers_rate", 30.0, "rate of the markers for rviz (wall time); 0 turns them off", "Hz", zero=True),
-)
-
 
 class SimulatorNode(KitNode):
     """Simulates a skelarm arm and publishes ``joint_states``, ``tip``, ``/clock`` and ``robot_description``.
@@ -117,7 +75,13 @@ class SimulatorNode(KitNode):
     Parameters
     ----------
     **kwargs : Any
-        Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+        Passed on to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
+        :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
+
+    Attributes
+    ----------
+    params : SimulatorParams
+        The parameters in use (a live change replaces them whole).
 
     Raises
     ------
@@ -135,31 +99,36 @@ class SimulatorNode(KitNode):
 
     def setup(self) -> None:
         """Declare the parameters, build the simulation and its run, and wire the node."""
-        p = declare_parameters(self, PARAMETERS, DOC)
-        check_mode(p["mode"], p["command_interface"])
-        arm = load_arm(p["scenario"] or None)
-        limits, tolerance = p["effort_limits"] or [], p["wrench_tolerance"]
-        self.sim = Simulation(arm, p["joint_names"] or [], dt=p["dt"], effort_limits=limits, wrench_tolerance=tolerance)
-        self.lockstep = p["mode"] == LOCKSTEP
-        self.wait_for_wrench = bool(p["wait_for_wrench"])
-        self.min_subscribers = int(p["min_subscribers"])
-        self._need_controller = self.lockstep or bool(p["wait_for_controller"])
+        params = self.params = declare_parameters(self, SimulatorParams, DOC)
+        check_mode(params.mode, params.command_interface)
+        arm = load_arm(params.scenario or None)
+        self.sim = Simulation(
+            arm,
+            params.joint_names,
+            dt=params.dt,
+            effort_limits=params.effort_limits,
+            wrench_tolerance=params.wrench_tolerance,
+        )
+        self.lockstep = params.mode == LOCKSTEP
+        self.wait_for_wrench = params.wait_for_wrench
+        self.min_subscribers = params.min_subscribers
+        self._need_controller = self.lockstep or params.wait_for_controller
         self.run = SimulatorRun(
-            p["mode"],
+            params.mode,
             self.sim.dt,
-            duration=p["duration"],
-            command_timeout=p["command_timeout"],
-            lockstep_timeout=p["lockstep_timeout"],
+            duration=params.duration,
+            command_timeout=params.command_timeout,
+            lockstep_timeout=params.lockstep_timeout,
             start_condition=self._need_controller or self.min_subscribers > 0,
             answered=self.sim.answered,
-            tick_period=self.sim.dt / p["real_time_factor"],
+            tick_period=self.sim.dt / params.real_time_factor,
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
-        self.thread_priority = int(p["thread_priority"])
+        self.thread_priority = params.thread_priority
         joints = self.sim.num_joints
-        live_parameters(
+        LiveParameters(
             self,
-            PARAMETERS,
+            params,
             self._apply_parameters,
             checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
         )
@@ -167,28 +136,26 @@ class SimulatorNode(KitNode):
             kind: self.get_logger().get_child(kind.replace(" ", "_"))
             for kind in (COMMAND, WRENCH, STALE_COMMAND, STALE_WRENCH)
         }
-        self._wire(p, arm)
+        self._wire(params, arm)
         self.get_logger().info(
             f"simulating {joints} joints {self.sim.joint_names} from '{arm.path}' at dt={self.sim.dt} s "
-            f"in {p['mode']} mode"
+            f"in {params.mode} mode"
         )
 
-    def _wire(self, p: dict[str, Any], arm: Any) -> None:
+    def _wire(self, params: SimulatorParams, arm: Any) -> None:
         # Lockstep: reliable keep-all both ways. Realtime: reliable states reach any reader; best-effort
         # subscriptions take commands and wrenches from reliable and best-effort publishers alike.
         qos = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=True)
         inputs = KEEP_ALL if self.lockstep else newest(HISTORY, reliable=False)
         readers = IncompatiblePeers(self, f"read {JOINT_STATES} with volatile durability (states keep no history)")
-        self.state_pub = self.create_publisher(
-            JointState, JOINT_STATES, qos, event_callbacks=readers.publisher_events()
-        )
+        self.state_pub = self.publisher(JointState, JOINT_STATES, qos, event_callbacks=readers.publisher_events())
         readers.endpoint = self.state_pub
-        self.tip_pub = self.create_publisher(PointStamped, TIP, qos)
-        self.clock_pub = self.create_publisher(ClockMsg, CLOCK, qos) if p["publish_clock"] else None
-        self.description_pub = self.create_publisher(String, ROBOT_DESCRIPTION, LATCHED)
-        topic = COMMAND_TOPICS[p["command_interface"]]
+        self.tip_pub = self.publisher(PointStamped, TIP, qos)
+        self.clock_pub = self.publisher(ClockMsg, CLOCK, qos) if params.publish_clock else None
+        self.description_pub = self.publisher(String, ROBOT_DESCRIPTION, LATCHED)
+        topic = COMMAND_TOPICS[params.command_interface]
         controllers = IncompatiblePeers(self, f"lockstep needs every command: publish {topic} reliably")
-        if p["command_interface"] == COMMANDS:
+        if params.command_interface == COMMANDS:
             self.command_sub = self.create_subscription(
                 Float64MultiArray, topic, self.on_commands, inputs, event_callbacks=controllers.subscription_events()
             )
@@ -206,25 +173,22 @@ class SimulatorNode(KitNode):
         self._tip_msg = PointStamped()
         self._tip_msg.header.frame_id = BASE_FRAME
         self._clock_msg = ClockMsg()
-        urdf = skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=p["effort_limits"] or None)
+        urdf = skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=params.effort_limits or None)
         self.description_pub.publish(String(data=urdf))
         self.markers = None
-        if p["markers_rate"] > 0.0:
-            self.markers = SimulatorMarkers(self, arm.skeleton, arm.config, p["markers_rate"], self._drawn_state)
+        if params.markers_rate > 0.0:
+            self.markers = SimulatorMarkers(self, arm.skeleton, arm.config, params.markers_rate, self._drawn_state)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
         if not self.lockstep:
-            self._step_timer = self.create_timer(self.sim.dt / p["real_time_factor"], self.tick, clock=steady)
+            self._step_timer = self.create_timer(self.sim.dt / params.real_time_factor, self.tick, clock=steady)
 
-    def _apply_parameters(self, values: dict[str, Any]) -> None:
-        """Apply a checked set of tunable parameters."""
-        if "effort_limits" in values:
-            self.sim.set_effort_limits(values["effort_limits"])
-        if "wrench_tolerance" in values:
-            self.sim.wrench_tolerance = values["wrench_tolerance"]
-        self.run.set_timeouts(
-            command_timeout=values.get("command_timeout"), lockstep_timeout=values.get("lockstep_timeout")
-        )
+    def _apply_parameters(self, params: SimulatorParams) -> None:
+        """Apply a checked set of parameters (the live ones may have changed)."""
+        self.params = params
+        self.sim.set_effort_limits(params.effort_limits)
+        self.sim.wrench_tolerance = params.wrench_tolerance
+        self.run.set_timeouts(command_timeout=params.command_timeout, lockstep_timeout=params.lockstep_timeout)
 
     # -- saying --------------------------------------------------------------------------------------
 
@@ -430,7 +394,7 @@ class SimulatorNode(KitNode):
 
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's summary."""
-        return f"stopped by a signal; {self.run.summary()}"
+        return f"stopped by a signal; {self.run.summary().text()}"
 
     def wrap_up(self) -> int:
         """After the run ended by itself: wait for the readers to take the last states; return the exit code."""

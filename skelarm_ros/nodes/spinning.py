@@ -10,7 +10,7 @@ executor's time (docs/benchmarks.md). It is spun in slices of at most
 future that callbacks complete back to back, and between slices the loop sees a
 stop request.
 
-Signals: :func:`skelarm_ros.nodes.kit.run_node` starts rclpy without its signal
+Signals: :func:`skelarm_ros.nodes.running.run_node` starts rclpy without its signal
 handlers and lets SIGINT and SIGTERM only :func:`request_stop`. The spin then ends
 between two callbacks, with the context still up, so the node can say its last
 words and be destroyed in order; nothing is raised inside a callback.
@@ -54,6 +54,11 @@ def request_stop() -> None:
 def stop_requested() -> bool:
     """Whether a stop was requested (a signal arrived)."""
     return _STOP.is_set()
+
+
+def clear_stop() -> None:
+    """Forget a stop request, so a node run after it in the same process spins (tests run several)."""
+    _STOP.clear()
 
 
 def try_shutdown() -> None:

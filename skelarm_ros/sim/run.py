@@ -8,8 +8,13 @@ clock), everything about the run that is not physics: the start condition and it
 settling time, the lockstep wait for each step's command and its timeout, the
 realtime watchdog on commands (lapse and resume, paused time not counted), pause
 and reset (each reset starts a new time line), the end after ``duration``, the exit
-code, and the summary of each time line. It returns what to say as :class:`Say`
-items; the simulator node logs them and keeps only topics, timers and services.
+code, and the summary of each time line. It returns what to say as
+:class:`~skelarm_ros.interface.Say` items; the simulator node logs them and keeps only
+topics, timers and services.
+
+The summary is a :class:`SimulatorSummary`: the run's figures, which make its last log
+line (:meth:`SimulatorSummary.text`) and which another process reads back from that
+line (:meth:`SimulatorSummary.read`), so the wording and its reading live together.
 
 This module imports neither rclpy nor numpy.
 """
@@ -22,11 +27,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from skelarm_ros.interface import (
+    ERROR,
+    INFO,
     JOINT_COMMANDS,
     JOINT_STATES,
     LOCKSTEP,
     REALTIME,
     TIP_WRENCH,
+    WARNING,
+    Say,
     check_choice,
     check_non_negative,
     check_positive,
@@ -35,18 +44,8 @@ from skelarm_ros.interface import (
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-RUN_SUMMARY = re.compile(
-    r"ran (?P<steps>\d+) steps \((?P<simulated>[0-9.eE+-]+) s simulated\) "
-    r"in (?P<stepping>[0-9.eE+-]+) s of stepping \((?P<rate>[0-9]+|-) steps/s\)"
-)
-"""How :meth:`TimeLine.text` states a time line's figures (tools read the simulator's last line with it)."""
-
 START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
 WAIT_REPORT = 5.0  # s between two reports of what a start is waiting for
-
-INFO = "info"
-WARNING = "warning"
-ERROR = "error"
 
 
 def start_missing(
@@ -109,14 +108,6 @@ def start_missing(
     return missing
 
 
-@dataclass(frozen=True)
-class Say:
-    """One thing the run says: a log level (:data:`INFO`, :data:`WARNING`, :data:`ERROR`) and a sentence."""
-
-    level: str
-    text: str
-
-
 @dataclass
 class TimeLine:
     """One time line of the run: from the start, or from a reset, to the next reset or the end.
@@ -153,20 +144,146 @@ class TimeLine:
             return 0.0
         return max(self.last_step - self.first_step - self.paused_while_stepping, 0.0)
 
-    def text(self, lockstep: bool) -> str:
-        """Return one phrase on this time line: steps, simulated time, stepping time and rate, waits.
+    def figures(self, lockstep: bool) -> TimeLineFigures:
+        """Return this time line's figures: steps, simulated time, stepping time and rate, waits.
 
         The rate is steps per second of stepping (from the first step to the last), so
         the waits before step 0 and the pauses do not lower it.
         """
         wall = self.stepping()
-        rate = f"{(self.steps - 1) / wall:.0f} steps/s" if self.steps > 1 and wall > 0.0 else "- steps/s"
-        text = f"ran {self.steps} steps ({self.simulated:.6g} s simulated) in {wall:.6g} s of stepping ({rate})"
-        if lockstep and self.first_step is not None:
-            text += f", step 0 waited {self.first_step - self.begun:.3g} s for its command"
+        return TimeLineFigures(
+            steps=self.steps,
+            simulated=self.simulated,
+            stepping=wall,
+            rate=round((self.steps - 1) / wall) if self.steps > 1 and wall > 0.0 else None,
+            step0_wait=self.first_step - self.begun if lockstep and self.first_step is not None else None,
+            paused=self.paused,
+        )
+
+
+_NUMBER = r"[0-9.eE+-]+"
+_TIME_LINE = re.compile(
+    rf"ran (?P<steps>\d+) steps \((?P<simulated>{_NUMBER}) s simulated\) in (?P<stepping>{_NUMBER}) s of stepping "
+    rf"\((?P<rate>\d+|-) steps/s\)(?:, step 0 waited (?P<wait>{_NUMBER}) s for its command)?"
+    rf"(?:, paused (?P<paused>{_NUMBER}) s)?"
+)
+_ANSWERED = re.compile(
+    r"(?P<on_time>\d+) of (?P<total>\d+) steps \([0-9.]+%\) applied the command answering the state before them"
+)
+NOT_STARTED = "ran no step (the run had not started)"
+
+
+def answered_text(on_time: int, total: int) -> str:
+    """Return the phrase on answered commands: ``'998 of 1000 steps (99.80%) applied the command answering ...'``."""
+    share = 100.0 * on_time / total if total else 0.0
+    return f"{on_time} of {total} steps ({share:.2f}%) applied the command answering the state before them"
+
+
+@dataclass(frozen=True)
+class TimeLineFigures:
+    """One time line's figures, as the run's summary states them.
+
+    Attributes
+    ----------
+    steps : int
+        Steps made on it.
+    simulated : float
+        Simulated seconds at its newest state.
+    stepping : float
+        Seconds of stepping: from its first step to its newest, pauses left out.
+    rate : int | None
+        Steps per second of stepping, rounded; ``None`` with fewer than two steps.
+    step0_wait : float | None
+        Lockstep: seconds step 0 waited for its command; ``None`` in realtime or before step 0.
+    paused : float
+        Seconds it spent paused (0: never).
+    """
+
+    steps: int
+    simulated: float
+    stepping: float
+    rate: int | None = None
+    step0_wait: float | None = None
+    paused: float = 0.0
+
+    def text(self) -> str:
+        """Return the phrase: ``ran N steps (T s simulated) in W s of stepping (R steps/s)``, then the waits."""
+        rate = "-" if self.rate is None else str(self.rate)
+        text = (
+            f"ran {self.steps} steps ({self.simulated:.6g} s simulated) in {self.stepping:.6g} s of stepping "
+            f"({rate} steps/s)"
+        )
+        if self.step0_wait is not None:
+            text += f", step 0 waited {self.step0_wait:.3g} s for its command"
         if self.paused > 0.0:
             text += f", paused {self.paused:.3g} s"
         return text
+
+
+@dataclass(frozen=True)
+class SimulatorSummary:
+    """What a simulator's run did: the figures of each time line and, in realtime, the answered commands.
+
+    :meth:`text` makes the sentence the simulator logs last; :meth:`read` finds it in a
+    simulator's output and gives the figures back (to the printed precision).
+
+    Attributes
+    ----------
+    time_lines : tuple[TimeLineFigures, ...]
+        One per time line (a reset starts a new one); empty when the run had not started.
+    answered : tuple[int, int] | None
+        Realtime: steps that applied the command answering the state before them, and
+        steps counted; ``None`` in lockstep or when no stamped command was counted.
+    """
+
+    time_lines: tuple[TimeLineFigures, ...] = ()
+    answered: tuple[int, int] | None = None
+
+    def text(self) -> str:
+        """Return one sentence on the run: each time line's steps, simulated time, stepping time and rate."""
+        if not self.time_lines:
+            return NOT_STARTED
+        if len(self.time_lines) == 1:
+            text = self.time_lines[0].text()
+        else:
+            last = len(self.time_lines)
+            text = "; ".join(
+                f"time line {index} ({'until a reset' if index < last else 'after the last reset'}): {line.text()}"
+                for index, line in enumerate(self.time_lines, start=1)
+            )
+        if self.answered is not None:
+            text += f"; {answered_text(*self.answered)}"
+        return text
+
+    @classmethod
+    def read(cls, output: str) -> SimulatorSummary | None:
+        """Return the newest summary in a simulator's output (its log lines, among others), or ``None``.
+
+        Numbers come back as the sentence prints them: six significant digits for
+        times, three for waits, whole steps per second.
+        """
+        for line in reversed(output.splitlines()):
+            found = list(_TIME_LINE.finditer(line))
+            if found:
+                answered = _ANSWERED.search(line)
+                return cls(
+                    tuple(_figures(match) for match in found),
+                    None if answered is None else (int(answered["on_time"]), int(answered["total"])),
+                )
+            if NOT_STARTED in line:
+                return cls()
+        return None
+
+
+def _figures(match: re.Match[str]) -> TimeLineFigures:
+    return TimeLineFigures(
+        steps=int(match["steps"]),
+        simulated=float(match["simulated"]),
+        stepping=float(match["stepping"]),
+        rate=None if match["rate"] == "-" else int(match["rate"]),
+        step0_wait=None if match["wait"] is None else float(match["wait"]),
+        paused=0.0 if match["paused"] is None else float(match["paused"]),
+    )
 
 
 class AnswerCount:
@@ -199,10 +316,7 @@ class AnswerCount:
 
     def summary(self) -> str:
         """Return one phrase for a log line: ``'998 of 1000 steps (99.80%) applied the command answering ...'``."""
-        share = 100.0 * self.on_time / self.total if self.total else 0.0
-        return (
-            f"{self.on_time} of {self.total} steps ({share:.2f}%) applied the command answering the state before them"
-        )
+        return answered_text(self.on_time, self.total)
 
 
 @dataclass
@@ -388,7 +502,7 @@ class SimulatorRun:
         end = self.last_step
         if end is not None and steps >= end:
             self.finish(0)
-            return [Say(INFO, f"{self.summary()}; stopping")]
+            return [Say(INFO, f"{self.summary().text()}; stopping")]
         return []
 
     def awaiting(self, now: float) -> None:
@@ -516,18 +630,10 @@ class SimulatorRun:
 
     # -- the end --------------------------------------------------------------------------------------
 
-    def summary(self) -> str:
-        """Return one sentence on the run: each time line's steps, simulated time, stepping time and rate."""
-        if not self.time_lines:
-            return "ran no step (the run had not started)"
-        if len(self.time_lines) == 1:
-            text = self.time_lines[0].text(self.lockstep)
-        else:
-            text = "; ".join(
-                f"time line {index} ({'until a reset' if index < len(self.time_lines) else 'after the last reset'}): "
-                f"{line.text(self.lockstep)}"
-                for index, line in enumerate(self.time_lines, start=1)
-            )
-        if not self.lockstep and self.answered.total:
-            text += f"; {self.answered.summary()}"
-        return text
+    def summary(self) -> SimulatorSummary:
+        """Return the run's figures: each time line's steps, simulated time, stepping time and rate.
+
+        :meth:`SimulatorSummary.text` says them in one sentence.
+        """
+        answered = (self.answered.on_time, self.answered.total) if not self.lockstep and self.answered.total else None
+        return SimulatorSummary(tuple(line.figures(self.lockstep) for line in self.time_lines), answered)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skelarm_ros.sim.run import ERROR, INFO, WARNING, Say, SimulatorRun, start_missing
+from skelarm_ros.interface import ERROR, INFO, WARNING, Say
+from skelarm_ros.sim.run import SimulatorRun, SimulatorSummary, TimeLineFigures, start_missing
 
 
 def texts(said: list[Say]) -> list[str]:
@@ -104,7 +105,7 @@ def test_the_rate_counts_stepping_only_not_the_wait_for_step_0_nor_pauses() -> N
     run.stepped(114.0, 2, 0.004)
     line = run.time_lines[0]
     assert line.stepping() == pytest.approx(1.0)
-    text = run.summary()
+    text = run.summary().text()
     assert "ran 2 steps (0.004 s simulated) in 1 s of stepping (1 steps/s)" in text
     assert "step 0 waited 3 s for its command" in text
     assert "paused 10 s" in text
@@ -117,7 +118,7 @@ def test_each_reset_starts_a_time_line_that_the_summary_reports() -> None:
     run.reset(101.0)
     for k in range(1, 4):
         run.stepped(101.0 + 0.01 * k, k, 0.002 * k)
-    text = run.summary()
+    text = run.summary().text()
     assert text.startswith("time line 1 (until a reset): ran 10 steps (0.02 s simulated)")
     assert "time line 2 (after the last reset): ran 3 steps (0.006 s simulated)" in text
 
@@ -127,14 +128,72 @@ def test_a_realtime_summary_gives_the_share_of_steps_that_applied_the_answering_
     for k in range(1, 5):
         run.answered.count(k != 3)
         run.stepped(100.0 + 0.01 * k, k, 0.002 * k)
-    assert run.summary().endswith("; 3 of 4 steps (75.00%) applied the command answering the state before them")
+    assert run.summary().text().endswith("; 3 of 4 steps (75.00%) applied the command answering the state before them")
     lockstep = started("lockstep")
     lockstep.answered.count(True)
-    assert "applied the command" not in lockstep.summary()  # lockstep: every step does, by construction
+    assert "applied the command" not in lockstep.summary().text()  # lockstep: every step does, by construction
 
 
 def test_a_run_that_never_started_says_so() -> None:
-    assert SimulatorRun("lockstep", 0.002).summary() == "ran no step (the run had not started)"
+    assert SimulatorRun("lockstep", 0.002).summary().text() == "ran no step (the run had not started)"
+
+
+SUMMARIES = {
+    "lockstep": SimulatorSummary((TimeLineFigures(1001, 2.0, 0.25, 4000, step0_wait=0.5),)),
+    "paused": SimulatorSummary((TimeLineFigures(2, 0.004, 1.0, 1, step0_wait=3.0, paused=10.0),)),
+    "realtime": SimulatorSummary((TimeLineFigures(5, 0.01, 0.008, 500),), answered=(3, 4)),
+    "one step": SimulatorSummary((TimeLineFigures(1, 0.002, 0.0),)),
+    "reset": SimulatorSummary(
+        (TimeLineFigures(10, 0.02, 0.09, 100, paused=1.5), TimeLineFigures(3, 0.006, 1.5e-05, 133333)),
+        answered=(12, 13),
+    ),
+    "not started": SimulatorSummary(),
+}
+
+
+@pytest.mark.parametrize("name", list(SUMMARIES))
+def test_a_summary_reads_back_from_the_line_it_makes(name: str) -> None:
+    summary = SUMMARIES[name]
+    output = (
+        "[controller] [INFO] [1.5] [controller]: stopped by a signal; sent 1000 commands\n"
+        f"[simulator] [INFO] [1.6] [simulator]: {summary.text()}; stopping\n"
+        "[recorder] [INFO] [1.7] [recorder]: closed the bag\n"
+    )
+    assert SimulatorSummary.read(output) == summary
+
+
+def test_the_summary_of_a_run_reads_back_to_its_printed_precision() -> None:
+    run = started("realtime")
+    for k in range(1, 11):
+        run.answered.count(k % 4 != 0)
+        run.stepped(100.0 + 0.0013 * k, k, 0.002 * k)
+    run.reset(101.0)
+    run.stepped(101.5, 1, 0.002)
+    text = run.summary().text()
+    read = SimulatorSummary.read(f"[INFO] [simulator]: stopped by a signal; {text}")
+    assert read is not None and read.text() == text
+    assert [line.steps for line in read.time_lines] == [10, 1] and read.answered == (8, 10)
+    assert read.time_lines[0].stepping == pytest.approx(run.time_lines[0].stepping(), rel=1e-5)
+    assert read.time_lines[0].rate == round(9 / run.time_lines[0].stepping())
+
+
+def test_reading_takes_the_newest_summary_and_nothing_else() -> None:
+    first = SimulatorSummary((TimeLineFigures(3, 0.006, 0.004, 500),)).text()
+    second = SimulatorSummary((TimeLineFigures(7, 0.014, 0.012, 500),)).text()
+    read = SimulatorSummary.read(f"{first}\nsomething else\n{second}\nrealtime: starting")
+    assert read is not None and read.time_lines[0].steps == 7
+    assert SimulatorSummary.read("realtime: starting; stepping every 0.002 s\nsent 5 commands") is None
+    assert SimulatorSummary.read("") is None
+
+
+def test_the_demo_reads_the_simulators_stepping_time_from_the_graphs_output() -> None:
+    from skelarm_ros.cli.demo import DemoError, stepping_wall_time
+
+    line = SimulatorSummary((TimeLineFigures(751, 1.5, 0.375, 2000, step0_wait=0.25),)).text()
+    output = f"[controller] [INFO] [2.0] [controller]: target reached\n[simulator] [INFO] [2.1] [simulator]: {line}\n"
+    assert stepping_wall_time(output) == 0.375
+    with pytest.raises(DemoError, match="the simulator did not report the end of its run"):
+        stepping_wall_time("[controller] [INFO] [2.0] [controller]: target reached\n")
 
 
 def ticks(run: SimulatorRun, start: float, end: float, period: float = 0.002) -> list[tuple[bool, list[Say]]]:

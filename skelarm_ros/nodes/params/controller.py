@@ -1,0 +1,106 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The ``controller`` node's parameters (docs/controller.md's table is made from them).
+
+This module imports neither rclpy nor numpy.
+"""
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, TIME_REVERSAL_MODES
+from skelarm_ros.nodes.params.fields import choice, count, number, param
+
+
+@dataclass(frozen=True)
+class ControllerParams:
+    """The controller's parameters: structural ones read-only; effort limits, time reversal and channels live."""
+
+    scenario: Annotated[
+        str,
+        param(
+            "skelarm scenario TOML (path or bundled name; empty: bundled reach)",
+            details="The same file the simulator reads.",
+        ),
+    ] = ""
+    joint_names: Annotated[tuple[str, ...], param("joint names in the arm's order; empty: j1 ... jN")] = ()
+    command_joints: Annotated[
+        tuple[str, ...],
+        param(
+            "joint_names in the order effort_controller/commands carries them (the driver's); empty: joint_names order",
+            details="A driver's effort controller lists them in its `joints` parameter: the same names as "
+            "`joint_names`, reordered.",
+        ),
+    ] = ()
+    command_interface: Annotated[
+        str,
+        choice(
+            COMMAND_INTERFACES,
+            "commands: Float64MultiArray on effort_controller/commands; joint_commands: JointState on joint_commands",
+            details="The same name and values as the simulator's.",
+        ),
+    ] = COMMANDS
+    dt: Annotated[
+        float,
+        number(
+            "control step handed to the controller; 0: the scenario's [simulator].dt",
+            zero=True,
+            details="Another value rebuilds the controller with it (MPC predicts with it).",
+        ),
+    ] = 0.0
+    fast_model: Annotated[
+        bool,
+        param(
+            "Pinocchio model for computed torque, inverse-dynamics PD and MPC", details="See [Fast model](#fast-model)."
+        ),
+    ] = True
+    qos_depth: Annotated[int, count("history depth of joint_states and effort_controller/commands", low=1)] = 10
+    reliable_states: Annotated[
+        bool,
+        param(
+            "read joint_states reliably (lockstep: every state answered); false takes best-effort drivers too",
+            details='Best effort takes reliable and best-effort drivers alike (interfaces.md, "QoS"). The launch sets '
+            "it in lockstep, where every state is answered.",
+        ),
+    ] = False
+    effort_limits: Annotated[
+        tuple[float, ...],
+        param(
+            "per-joint torque bounds (N*m); empty: none",
+            live=True,
+            details="One per joint, each positive, `inf` for none; the command is clamped.",
+        ),
+    ] = ()
+    time_reversal: Annotated[
+        str,
+        choice(
+            TIME_REVERSAL_MODES,
+            "what a state stamped earlier than the previous one does",
+            live=True,
+            details="See [Time and reset](#time-and-reset).",
+        ),
+    ] = TIME_REVERSAL_MODES[0]
+    publish_channels: Annotated[bool, param("publish the controller's channels on controller/<channel>", live=True)] = (
+        True
+    )
+    thread_priority: Annotated[
+        int,
+        count(
+            "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none",
+            99,
+            details="As the simulator's ([simulator.md](simulator.md)).",
+        ),
+    ] = 0
+    min_subscribers: Annotated[
+        int,
+        count(
+            "readers of the command topic to wait for before the first command (held back in order until then)",
+            details="The simulator, a recorder: what the controller computes meanwhile (commands and channel "
+            "messages) is sent in order once they are matched. The launch sets it with a simulator (1, or 2 with "
+            "`record:=`), so a recording keeps the command of step 0; not with a real arm's driver.",
+        ),
+    ] = 0
+    min_channel_subscribers: Annotated[
+        int, count("readers of each controller/<channel> topic to wait for as well", details="A recorder.")
+    ] = 0

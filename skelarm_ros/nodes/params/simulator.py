@@ -1,0 +1,146 @@
+# Copyright (C) 2026 skelarm_ros contributors
+# SPDX-License-Identifier: GPL-3.0-only
+
+"""The ``simulator`` node's parameters (docs/simulator.md's table is made from them).
+
+This module imports neither rclpy nor numpy.
+"""
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, MODES, REALTIME
+from skelarm_ros.nodes.params.fields import choice, count, number, param
+
+THREAD_PRIORITY = (
+    "As ros2_control's controller manager offers it; needs real-time rights (`rtprio` in "
+    "`/etc/security/limits.conf`, or `CAP_SYS_NICE`), else one warning and normal scheduling. Meant for realtime "
+    "mode: in lockstep both nodes run flat out, and at real-time priority they leave little CPU to anything else. "
+    "What it changes on time shares is in [benchmarks.md](benchmarks.md)."
+)
+
+
+@dataclass(frozen=True)
+class SimulatorParams:
+    """The simulator's parameters: structural ones read-only, the timeouts and limits live."""
+
+    scenario: Annotated[
+        str,
+        param(
+            "skelarm scenario or robot TOML (path or bundled name; empty: reach)",
+            details="A bundled name is a file of `config/scenarios/` (`reach`, `four_dof_robot`, ...). It gives the "
+            "robot, the initial state, `dt`, joint limits, gravity, and each joint's armature and friction "
+            "(the per-link keys `armature`, `viscous`, `coulomb`: scenarios.md).",
+        ),
+    ] = ""
+    dt: Annotated[
+        float,
+        number(
+            "integration step; 0 takes the scenario's", zero=True, details="The scenario's is its `[simulator].dt`."
+        ),
+    ] = 0.0
+    joint_names: Annotated[
+        tuple[str, ...], param("joint names in arm order; empty for j1..jN", details="One distinct name per joint.")
+    ] = ()
+    mode: Annotated[
+        str,
+        choice(
+            MODES,
+            "realtime (a timer at the step) or lockstep (each step waits for its command)",
+            details="See [Modes](#modes).",
+        ),
+    ] = REALTIME
+    command_interface: Annotated[
+        str,
+        choice(
+            COMMAND_INTERFACES,
+            "commands (Float64MultiArray on effort_controller/commands) or joint_commands (JointState by name, effort)",
+            details="`commands` carries one value per joint in `joint_names` order; `joint_commands` is matched by "
+            "name. Lockstep needs `joint_commands`.",
+        ),
+    ] = COMMANDS
+    command_timeout: Annotated[
+        float,
+        number(
+            "realtime: an older command gives zero torque (pauses not counted)",
+            live=True,
+            details="Nor does a stall of the step loop itself, a step more than half of this late (reliability.md, "
+            '"Stalls of about 0.33 s"). One warning when it lapses, one info when commands resume.',
+        ),
+    ] = 0.5
+    effort_limits: Annotated[
+        tuple[float, ...],
+        param(
+            "per-joint torque limits (N*m) commands are clamped to; empty for none",
+            live=True,
+            details="One per joint, each > 0; `.inf` for a joint without a limit.",
+        ),
+    ] = ()
+    wrench_tolerance: Annotated[
+        float,
+        number(
+            "largest tip force.z / torque taken as zero",
+            "N or N*m",
+            zero=True,
+            live=True,
+            details="A `tip_wrench` with a larger out-of-plane part is rejected.",
+        ),
+    ] = 1e-6
+    publish_clock: Annotated[bool, param("publish simulated time on /clock")] = True
+    real_time_factor: Annotated[
+        float,
+        number(
+            "realtime: timer period dt/real_time_factor",
+            "simulated s per wall s",
+            details="Other nodes follow with `use_sim_time:=true`.",
+        ),
+    ] = 1.0
+    lockstep_timeout: Annotated[
+        float,
+        number(
+            "lockstep: longest wait for a step's command (and wrench)",
+            live=True,
+            details="Then the node logs what did not arrive and exits 1.",
+        ),
+    ] = 5.0
+    duration: Annotated[
+        float,
+        number(
+            "simulated seconds to run; 0 until stopped",
+            zero=True,
+            details="At the end the node waits until every reliable reader acknowledged the last state and exits 0.",
+        ),
+    ] = 0.0
+    wait_for_wrench: Annotated[bool, param("lockstep: also wait for the tip_wrench stamped with each step's time")] = (
+        False
+    )
+    min_subscribers: Annotated[
+        int,
+        count(
+            "joint_states readers to wait for before step 0 (lockstep: at least one)",
+            1000,
+            details="In both modes; the launch sets it to its controller and recorder, so neither misses the start.",
+        ),
+    ] = 0
+    wait_for_controller: Annotated[
+        bool,
+        param(
+            "realtime: publish step 0 only once a controller publishes commands",
+            details="The launch sets it when it starts a controller; lockstep always waits.",
+        ),
+    ] = False
+    thread_priority: Annotated[
+        int,
+        count(
+            "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none", 99, details=THREAD_PRIORITY
+        ),
+    ] = 0
+    markers_rate: Annotated[
+        float,
+        number(
+            "rate of the markers for rviz (wall time); 0 turns them off",
+            "Hz",
+            zero=True,
+            details="Arm, tip path, target and applied tip force, drawn only while someone listens.",
+        ),
+    ] = 30.0
