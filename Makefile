@@ -14,7 +14,15 @@ env:
 demo: env
 	@$(VENV)/bin/skelarm-ros demo --force
 
+# Where ROS 2's launch_testing and the installed package are (a sourced colcon workspace), the launch tests
+# run under launch_test first; pytest skips them, saying so (pytest.ini keeps launch_testing's plugin out).
+LAUNCH_TESTS := test/test_launch_file.py
+HAS_LAUNCH_TESTING := import launch_testing; from ament_index_python.packages import get_package_share_directory as share; share("skelarm_ros")
+
 test: env lint
+	@if $(PY) -c '$(HAS_LAUNCH_TESTING)' 2>/dev/null; then \
+	  for launch_test in $(LAUNCH_TESTS); do $(PY) -m launch_testing.launch_test $$launch_test || exit 1; done; \
+	fi
 	@$(PY) -m pytest -q
 
 test-quick: env

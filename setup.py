@@ -10,7 +10,7 @@ package_name = "skelarm_ros"
 
 # Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them: each enters through
 # skelarm_ros.startup (which imports nothing heavy, so a signal during start-up ends it quietly).
-from skelarm_ros.startup import EXECUTABLES  # noqa: E402 - the one list of executables
+from skelarm_ros.startup import EXECUTABLES, installed_script  # noqa: E402 - the one list of executables
 
 # `skelarm-ros` runs the nodes and the graph on a machine without ROS 2; pip puts it in the
 # environment's bin/. A ROS 2 build (colcon: `setup.py install`, or `develop` with
@@ -20,20 +20,32 @@ from skelarm_ros.startup import EXECUTABLES  # noqa: E402 - the one list of exec
 WITHOUT_ROS_ONLY = frozenset({"skelarm-ros"})
 
 
+def ros_script(script_name: str, contents: str) -> str:
+    """The script a ROS 2 build installs for ``script_name``, from the one setuptools wrote.
+
+    setuptools' console script imports importlib.metadata and looks the entry point up before the
+    program starts, in which time a Ctrl-C ends it with a traceback; an executable of the package
+    gets a script that enters skelarm_ros.startup first instead, with setuptools' interpreter line.
+    """
+    if script_name not in EXECUTABLES:
+        return contents
+    return installed_script(script_name, contents.splitlines()[0])
+
+
 class InstallScripts(install_scripts):
-    """``setup.py install``'s scripts, without the ones only a machine without ROS 2 needs."""
+    """``setup.py install``'s scripts (colcon build), without the ones only a machine without ROS 2 needs."""
 
     def write_script(self, script_name: str, contents: str, mode: str = "t", *ignored: object) -> None:
         if script_name not in WITHOUT_ROS_ONLY:
-            super().write_script(script_name, contents, mode, *ignored)
+            super().write_script(script_name, ros_script(script_name, contents), mode, *ignored)
 
 
 class Develop(develop):
-    """``setup.py develop``'s scripts, without the ones only a machine without ROS 2 needs."""
+    """``setup.py develop``'s scripts (--symlink-install), without the ones only a machine without ROS 2 needs."""
 
     def write_script(self, script_name: str, contents: str, mode: str = "t", blockers: tuple = ()) -> None:
         if script_name not in WITHOUT_ROS_ONLY:
-            super().write_script(script_name, contents, mode, blockers)
+            super().write_script(script_name, ros_script(script_name, contents), mode, blockers)
 
 
 setup(

@@ -9,23 +9,73 @@
 The nodes, their parameters and remappings come from ``skelarm_ros.cli.graph.describe``,
 the description ``skelarm-ros launch sim`` starts too (docs/launch.md). As that launcher
 does, this file refuses an argument it does not know, and a node that exits non-zero
-stops the graph and makes ``ros2 launch`` exit 1, naming the node.
+stops the graph and makes ``ros2 launch`` exit 1, naming the node; a stop the user asks
+for (Ctrl-C) ends with exit code 0 whenever it comes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
 
-from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
-from launch.event_handlers import OnProcessExit
-from launch.events import Shutdown
-from launch.events.process import ProcessExited
-from launch_ros.actions import Node
 
-from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
-from skelarm_ros.cli.launcher import failure, node_label
+class Stops:
+    """What this launch was asked to stop by, as far as the graph's start depends on it.
+
+    (A plain class: launch runs this file as a module it does not register, which dataclasses need.)
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        """A Ctrl-C came while Python's KeyboardInterrupt was held off (:func:`interrupts_held`)."""
+        self.by_interrupt = False
+        """launch stops for a Ctrl-C (its ``Shutdown`` event says ``due_to_sigint``)."""
+
+
+LOADING = Stops()
+"""Ctrl-Cs that came while this file loaded."""
+
+
+@contextlib.contextmanager
+def interrupts_held(noted: Stops) -> Iterator[None]:
+    """Keep Python's KeyboardInterrupt out of the block, in the process that loads this file; note a Ctrl-C.
+
+    launch learns of a Ctrl-C through Python's signal wake-up descriptor and stops the graph in order, but
+    Python's own SIGINT handler still raises KeyboardInterrupt in whatever the launch process runs at that
+    moment; inside an import (this file loads launch_ros, rclpy and the package's modules, most of a second)
+    that leaves half-imported libraries behind, and ``ros2 launch`` was seen to crash. While the block runs,
+    that handler is replaced by one that notes the signal in ``noted``: launch still hears it (the descriptor
+    is written either way) and stops. Only Python's default handler, and only in the main thread, is replaced.
+    """
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def note(_signum: int, _frame: object) -> None:
+        noted.interrupted = True
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+with interrupts_held(LOADING):
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    from launch import LaunchContext, LaunchDescription
+    from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
+    from launch.event_handlers import OnProcessExit, OnProcessStart, OnShutdown
+    from launch.events import Shutdown, matches_action
+    from launch.events.process import ProcessExited, ProcessStarted, SignalProcess
+    from launch_ros.actions import Node
+
+    from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
+    from skelarm_ros.cli.launcher import failure, node_label
 
 # Launch configurations that launch and launch_ros keep for themselves (PushRosNamespace, SetRemap,
 # SetParameter, emulate_tty) and those ros2 launch's --launch-prefix options add: not arguments.
@@ -66,21 +116,79 @@ def node_action(spec: NodeSpec) -> Node:
     )
 
 
+STOP_SIGNAL = signal.SIGINT
+"""The signal that stops a node when the graph stops: Ctrl-C's, which the terminal sends every process of the
+launch, and the one launch sends each node itself when it stops the graph (SIGTERM follows only after
+``sigterm_timeout``, for a node that did not end)."""
+
+
+def exit_code(event: ProcessExited) -> int:
+    """The code the node's process ended with: negative, the signal that ended it.
+
+    launch reports what asyncio's child watcher read, which is 255 when the process's status was already
+    taken: launch sending a signal to a node that was just ending (its ``send_signal`` asks the operating
+    system whether the process still runs, and so takes the status first). The ``subprocess.Popen`` behind
+    the process's transport keeps the status that was taken, so that is the code read here.
+    """
+    transport = getattr(event.action, "_subprocess_transport", None)
+    process = transport.get_extra_info("subprocess") if transport is not None else None
+    code = getattr(process, "returncode", None)
+    return event.returncode if code is None else code
+
+
+def ended_cleanly(code: int, *, stopping: bool) -> bool:
+    """Whether a node that exited with ``code`` ended as it should.
+
+    0 always; and, once the graph is stopping, an end by :data:`STOP_SIGNAL`: a node takes the signal from its
+    first lines on and ends with 0, but one that gets it in the milliseconds before (while its interpreter
+    starts) ends by it, and that too is the stop that was asked for.
+    """
+    return code == 0 or (stopping and code == -STOP_SIGNAL)
+
+
 def on_exit(spec: NodeSpec) -> Callable[[ProcessExited, LaunchContext], list | None]:
     """What happens when a node's process exits.
 
-    Non-zero: raise :class:`NodeFailed`, which launch reports ("Caught exception in launch ...:
-    arm1/simulator failed with exit code 1; stopping the graph"), then it stops the graph and
+    Not clean (:func:`ended_cleanly`): raise :class:`NodeFailed`, which launch reports ("Caught exception in
+    launch ...: arm1/simulator failed with exit code 1; stopping the graph"), then it stops the graph and
     exits 1. Zero, from a node that ends the graph (the simulator with a duration): shut down.
     """
     name = node_label(spec)
 
     def handle(event: ProcessExited, context: LaunchContext) -> list | None:
-        if event.returncode != 0:
-            raise NodeFailed(failure(name, event.returncode, running=not context.is_shutdown))
-        if spec.ends_graph:
+        code = exit_code(event)
+        if not ended_cleanly(code, stopping=context.is_shutdown):
+            raise NodeFailed(failure(name, code, running=not context.is_shutdown))
+        if code == 0 and spec.ends_graph:
             return [EmitEvent(event=Shutdown(reason=f"{name} finished"))]
         return None
+
+    return handle
+
+
+def on_start(stops: Stops) -> Callable[[ProcessStarted, LaunchContext], list | None]:
+    """What happens when a node's process starts: one that starts after a Ctrl-C gets its SIGINT now.
+
+    On a Ctrl-C in a terminal, ``ros2 launch`` leaves the SIGINT to the terminal, which sends it to every
+    process of the launch, and sends SIGTERM only ``sigterm_timeout`` (5 s) later; a node whose start was
+    already under way then starts after the terminal's SIGINT, so it is sent one here. (A launch without a
+    terminal, ``--noninteractive``, sends it SIGINT itself.)
+    """
+
+    def handle(event: ProcessStarted, context: LaunchContext) -> list | None:
+        if stops.by_interrupt and not context.noninteractive:
+            signal_it = SignalProcess(signal_number=STOP_SIGNAL, process_matcher=matches_action(event.action))
+            return [EmitEvent(event=signal_it)]
+        return None
+
+    return handle
+
+
+def on_shutdown(stops: Stops) -> Callable[[Shutdown, LaunchContext], None]:
+    """Note whether launch stops for a Ctrl-C, for :func:`on_start`."""
+
+    def handle(event: Shutdown, _context: LaunchContext) -> None:
+        stops.by_interrupt = stops.by_interrupt or event.due_to_sigint
 
     return handle
 
@@ -88,19 +196,27 @@ def on_exit(spec: NodeSpec) -> Callable[[ProcessExited, LaunchContext], list | N
 def graph_actions(context: LaunchContext) -> list:
     """Evaluate the launch arguments and turn the described graph into actions.
 
+    Nothing starts when a Ctrl-C came while this file loaded or the graph was described: launch stops.
+
     Raises
     ------
     skelarm_ros.cli.graph.GraphError
         For an unknown argument or a bad value, with the sentence ``skelarm-ros launch`` says;
         launch reports it and exits 1 before any node starts.
     """
-    actions: list = []
-    for spec in describe(given_arguments(context)):
+    stops = Stops()
+    with interrupts_held(stops):  # describing reads the scenario, with the modules that takes
+        specs = describe(given_arguments(context))
+    if LOADING.interrupted or stops.interrupted or context.is_shutdown:
+        return []
+    actions: list = [RegisterEventHandler(OnShutdown(on_shutdown=on_shutdown(stops)))]
+    for spec in specs:
         if spec.optional and not installed(spec.package):
             actions.append(LogInfo(msg=f"{spec.package} is not installed, so '{spec.name}' is not started"))
             continue
         node = node_action(spec)
         actions.append(node)
+        actions.append(RegisterEventHandler(OnProcessStart(target_action=node, on_start=on_start(stops))))
         actions.append(RegisterEventHandler(OnProcessExit(target_action=node, on_exit=on_exit(spec))))
     return actions
 

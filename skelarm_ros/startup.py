@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import signal
 import sys
@@ -190,6 +191,51 @@ def load(target: str) -> Callable[[], int | None]:
     return function
 
 
+NUMPY_NEEDED = 2
+"""The numpy major version skelarm needs at least (its metadata asks for ``numpy>=2.0.0``)."""
+
+
+def numpy_found() -> tuple[str, str] | None:
+    """Return the version and folder of the numpy that ``import numpy`` would load, without importing it.
+
+    The version is read from the distribution's metadata folder beside the package folder
+    (``numpy-2.2.4.dist-info`` as pip installs it, ``numpy-1.26.4.egg-info`` as Debian and
+    Ubuntu do); ``None`` where there is no numpy, no such folder, or more than one version.
+    """
+    spec = importlib.util.find_spec("numpy")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = next(iter(spec.submodule_search_locations))
+    versions = set()
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(os.path.dirname(folder)):
+            name, _, rest = entry.partition("-")
+            if name.lower() == "numpy" and rest.endswith((".dist-info", ".egg-info")):
+                versions.add(rest.rsplit(".", 1)[0].split("-")[0])
+    return (versions.pop(), folder) if len(versions) == 1 else None
+
+
+def numpy_refusal() -> str | None:
+    """Return the sentence that refuses to start with a numpy older than skelarm needs, or ``None``.
+
+    Checked before any program of the package imports numpy: with an older one, skelarm fails
+    somewhere inside its own import instead.
+    """
+    found = numpy_found()
+    if found is None:
+        return None
+    version, folder = found
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) >= NUMPY_NEEDED:
+        return None
+    fix = f"{sys.executable} -m pip install 'numpy>={NUMPY_NEEDED}'"
+    return (
+        f"numpy {version} (in {folder}) is older than the numpy {NUMPY_NEEDED} skelarm needs; install numpy>="
+        f"{NUMPY_NEEDED} where this Python finds it first ({fix} in a virtual environment; a ROS 2 distribution's "
+        "own numpy stays as it is, see the README)"
+    )
+
+
 def start(name: str, argv: list[str] | None = None) -> int:
     """Start the executable ``name`` with ``argv`` (``sys.argv[1:]`` when ``None``) and return its exit code.
 
@@ -202,6 +248,10 @@ def start(name: str, argv: list[str] | None = None) -> int:
     """
     node = name in NODES
     with quiet_start(NODE_STOPPED if node else TOOL_INTERRUPTED):
+        refusal = numpy_refusal()
+        if refusal is not None:
+            print(f"{name}: {refusal}", file=sys.stderr)
+            return 1
         function = load(EXECUTABLES[name])
         sys.argv = [name, *(sys.argv[1:] if argv is None else argv)]
         if node:
@@ -239,6 +289,61 @@ def exit_quietly(code: int) -> int:
     if _process["interrupted"]:
         _flush_and_exit(code)
     return code
+
+
+INSTALLED_SCRIPT = """\
+{shebang}
+# `ros2 run skelarm_ros {name}`, written by skelarm_ros's setup.py: it enters skelarm_ros.startup before
+# anything else runs. Until the start-up takes them over, SIGINT and SIGTERM end the process at once with
+# exit code {code}; Python runs this file without its site step (-S on the first line) so that no library
+# starts before these lines, which then add the site folders themselves.
+import _signal
+import posix
+
+_signal.signal(_signal.SIGINT, lambda _signum, _frame: posix._exit({code}))
+_signal.signal(_signal.SIGTERM, lambda _signum, _frame: posix._exit({code}))
+import sys
+
+if sys.flags.no_site:
+    import site
+
+    site.main()
+from skelarm_ros.startup import {name}
+
+sys.exit({name}())
+"""
+
+
+def installed_script(name: str, shebang: str) -> str:
+    """Return the text of the executable ``name`` that a ROS 2 build installs in ``lib/skelarm_ros/``.
+
+    setuptools' own console scripts import ``importlib.metadata`` and search every folder of the
+    Python path for the package's entry points first (a tenth of a second and more, in which a
+    signal ends the process with a traceback); this one takes SIGINT and SIGTERM on its first
+    lines and then enters this module. Where the interpreter line names the interpreter alone,
+    ``-S`` is added to it, so that not even Python's site step (its ``.pth`` files) runs before the
+    signals are taken; the script then runs that step itself.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`EXECUTABLES`.
+    shebang : str
+        The interpreter line setuptools wrote (``#!/usr/bin/python3``).
+
+    Returns
+    -------
+    str
+        The script's text.
+    """
+    if name not in EXECUTABLES:
+        msg = f"unknown executable {name!r}; the executables are {', '.join(EXECUTABLES)}"
+        raise ValueError(msg)
+    line = shebang.strip()
+    if line.startswith("#!") and len(line.split()) == 1:
+        line += " -S"
+    code = NODE_STOPPED if name in NODES else TOOL_INTERRUPTED
+    return INSTALLED_SCRIPT.format(shebang=line, name=name, code=code)
 
 
 def _console_script(name: str) -> Callable[[], int]:

@@ -67,6 +67,24 @@ def installed_share() -> Path:
         )
 
 
+LAUNCH_TEST_SKIP = (
+    "a launch_testing test: it runs under launch_test (`make test` does so where ROS 2's launch_testing and the "
+    "installed package are there: python -m launch_testing.launch_test {path}); the launch_testing pytest plugin is "
+    "kept out of this project's pytest runs (pytest.ini)"
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, with the reason, what a launch_testing module holds, unless its own pytest plugin runs it."""
+    if config.pluginmanager.hasplugin("launch_testing"):
+        return
+    for item in items:
+        entry = getattr(getattr(item, "module", None), "generate_test_description", None)
+        if any(mark.name == "launch_test" for mark in getattr(entry, "pytestmark", [])):
+            where = os.path.relpath(item.path, config.invocation_params.dir)
+            item.add_marker(pytest.mark.skip(reason=LAUNCH_TEST_SKIP.format(path=where)))
+
+
 # Property tests explore new random cases on a developer's machine; in CI (CI=true) they
 # replay one fixed sequence, so a landing never depends on what the dice found that day.
 try:

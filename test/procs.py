@@ -101,6 +101,26 @@ def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int | None:
         return None
 
 
+def wait_until(condition: Callable[[], bool], timeout: float, poll: float = 0.002) -> bool:
+    """Whether ``condition()`` holds within ``timeout`` seconds, asked every ``poll`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether the process ``pid`` runs a handler of its own for ``signum`` (its ``SigCgt`` mask, from /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    caught = next((line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), "0")
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
 def logs(folder: Path) -> str:
     """Every ``*.log`` in ``folder``, for assertion messages."""
     return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')}" for path in sorted(folder.glob("*.log")))

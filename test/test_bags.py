@@ -772,7 +772,7 @@ def test_align_holds_stamped_commands_at_each_state_stamp_or_by_log_time():
     late = samples("/c", JS, [[5.0]], stamps=[25], logs=[26])  # no command yet for the first two frames
     aligned = align(collected({"/c": late}), plan, header=True)
     np.testing.assert_array_equal(aligned.arrays["valid_tau"], [[False], [False], [True], [True]])
-    assert aligned.masked == {"q": 0, "dq": 0, "tau": 2}
+    assert aligned.masked == {"q": 0, "dq": 0, "tau": 2, "measured_effort": 0}  # the states' own effort kept beside
 
 
 def test_align_without_commands_keeps_the_joint_states_effort():

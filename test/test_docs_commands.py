@@ -218,10 +218,16 @@ def ros2_verb_available(verb: str) -> bool:
     return result.returncode == 0
 
 
+# ROS 2 programs run as modules of a Python (the workspace's virtual environment runs colcon so).
+ROS2_MODULES = {"colcon": "colcon", "launch_testing.launch_test": "launch_test"}
+
+
 def not_run(command: Command) -> str | None:
     """Why a command is not run here, or ``None`` when it is."""
     for words in command.simple:
         name = program(words)
+        if name in ("python", "python3") and words[1:2] == ["-m"] and len(words) > 2 and words[2] in ROS2_MODULES:
+            name = ROS2_MODULES[words[2]]
         if name == "make":
             target = words[1] if len(words) > 1 else ""
             if target == "bench":
@@ -251,7 +257,7 @@ def ros2_not_run(name: str, words: list[str]) -> str | None:
     if name in ("source", "."):
         return "the commands run in the environment this test was started in: source the workspace before pytest"
     if name == "launch_test":
-        return "runs test/test_launch_file.py, which this suite runs under pytest"
+        return "runs a launch test of a built workspace; `make test` runs test/test_launch_file.py so where it can"
     if name == "ros2" and len(words) > 1 and not ros2_verb_available(words[1]):
         return f"`ros2 {words[1]}` is not part of this ROS 2 installation"
     if "rviz:=true" in words and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -378,6 +384,8 @@ def test_the_command_rules_read_the_pages_commands() -> None:
     assert not_run(command(".venv/bin/python -m pytest test/test_fuzz.py")) is not None
     assert not_run(command(".venv/bin/skelarm-ros plot a.sklog.npz -o a.png")) is None
     assert (not_run(command("cd ~/ws && colcon build --packages-select skelarm_ros")) is None) is False
+    assert not_run(command(".venv/bin/python -m colcon build --packages-select skelarm_ros")) is not None
+    assert not_run(command(".venv/bin/python -m launch_testing.launch_test test/test_launch_file.py")) is not None
     assert [program(words) for words in command("A=1 .venv/bin/skelarm-ros plot x | head > y").simple] == [
         "skelarm-ros",
         "head",

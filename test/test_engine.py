@@ -6,13 +6,14 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 import pytest
 import skelarm
 from conftest import SCENARIOS, full_scenarios, reference_run
 from skelarm.kinematics import compute_endpoint_velocity, compute_jacobian
 
-from skelarm_ros.sim.engine import ArmEngine, NonFiniteStateError, run_controlled, sync_skeleton
-from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.engine import ArmEngine, NonFiniteStateError, build_model, run_controlled, sync_skeleton
+from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 FULL_SCENARIOS = full_scenarios()
 
@@ -146,3 +147,66 @@ def test_whole_runs_match_run_scenario(path: Path) -> None:
     for channel in ("q", "dq", "tau"):
         np.testing.assert_allclose(log.channel(channel), reference.channel(channel), rtol=0, atol=1e-9)
     assert log.channel_names == reference.channel_names
+
+
+# -- armature and friction (the per-link keys armature, viscous, coulomb) --------------------------------
+
+
+def _drive_arm() -> tuple[skelarm.Skeleton, JointDrive]:
+    skeleton = load_arm("reach_four_dof_robot").skeleton
+    drive = JointDrive.of(
+        4, armature=[0.05, 0.03, 0.01, 0.004], viscous=[0.2, 0.1, 0.05, 0.02], coulomb=[0.3, 0.2, 0.1, 0.05]
+    )
+    return skeleton, drive
+
+
+def test_a_moving_arm_with_a_drive_follows_armature_and_friction_exactly() -> None:
+    skeleton, drive = _drive_arm()
+    grav = np.array([0.0, -9.81])
+    engine = ArmEngine(skeleton, 0.002, grav_vec=grav, drive=drive, enforce_limits=False)
+    plain = ArmEngine(skeleton, 0.002, grav_vec=grav, enforce_limits=False)
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        q, dq = rng.uniform(-2, 2, 4), rng.choice([-1.0, 1.0], 4) * rng.uniform(1.0, 3.0, 4)
+        tau = rng.uniform(-3, 3, 4)
+        engine.set_state(q, dq)
+        mass = plain.mass_matrix(q) + np.diag(drive.armature)
+        ddq = np.linalg.solve(mass, tau - plain.bias(q, dq) - drive.friction_torque(dq))
+        engine.step(tau)
+        np.testing.assert_allclose(engine.dq, dq + 0.002 * ddq, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(engine.q, q + 0.002 * (dq + 0.002 * ddq), rtol=0, atol=1e-12)
+    # the model a controller twin reuses: Pinocchio's RNEA with the armature, plus the friction torque
+    model, _ = build_model(skeleton, grav, drive.armature)
+    q, dq, ddq = rng.uniform(-2, 2, 4), rng.uniform(-2, 2, 4), rng.uniform(-5, 5, 4)
+    expected = plain.mass_matrix(q) @ ddq + drive.armature * ddq + plain.bias(q, dq)
+    np.testing.assert_allclose(pin.rnea(model, model.createData(), q, dq, ddq), expected, atol=1e-10)
+
+
+def test_an_arm_held_by_its_friction_stays_still_and_one_pushed_harder_moves() -> None:
+    skeleton, drive = _drive_arm()
+    engine = ArmEngine(skeleton, 0.002, grav_vec=[0.0, -0.05], drive=drive, enforce_limits=False)
+    q0 = engine.q.copy()
+    for _ in range(1000):
+        engine.step(np.array([0.25, -0.15, 0.05, 0.0]))  # every torque below its joint's Coulomb torque
+    np.testing.assert_array_equal(engine.dq, np.zeros(4))
+    assert np.max(np.abs(engine.q - q0)) < 1e-12
+    velocities = []
+    for _ in range(500):  # a push past the Coulomb torque on joint 1, then none: it slides, then stops and stays
+        engine.step(np.array([0.6 if len(velocities) < 250 else 0.0, 0.0, 0.0, 0.0]))
+        velocities.append(engine.dq.copy())
+    assert max(v[0] for v in velocities) > 0.05
+    assert np.all(velocities[-1] == 0.0) and np.all(velocities[-50] == 0.0)
+
+
+def test_a_falling_arm_with_friction_loses_energy_and_without_a_drive_steps_as_before() -> None:
+    skeleton, drive = _drive_arm()
+    grav = np.array([0.0, -9.81])
+    plain = ArmEngine(skeleton, 0.002, grav_vec=grav, enforce_limits=False)
+    ideal = ArmEngine(skeleton, 0.002, grav_vec=grav, enforce_limits=False, drive=JointDrive.ideal(4))
+    geared = ArmEngine(skeleton, 0.002, grav_vec=grav, enforce_limits=False, drive=drive)
+    for _ in range(500):
+        for engine in (plain, ideal, geared):
+            engine.step(np.zeros(4))
+    np.testing.assert_array_equal(plain.q, ideal.q)  # an ideal drive is no drive, bit for bit
+    assert ideal.drive is None and geared.drive is drive
+    assert np.max(np.abs(geared.q - plain.q)) > 0.05  # armature and friction slow the fall

@@ -398,9 +398,9 @@ def test_launch_file_refuses_an_unknown_argument_with_the_launchers_sentence():
     # What launch and launch_ros keep in the launch configurations themselves is no argument.
     own = {"ros_namespace": "/lab", "ros_remaps": "", "global_params": "", "emulate_tty": "true", "launch-prefix": ""}
     assert [type(action).__name__ for action in module.graph_actions(launch_context(own))] == [
-        "Node",
-        "RegisterEventHandler",
-    ] * 2
+        "RegisterEventHandler",  # on shutdown
+        *["Node", "RegisterEventHandler", "RegisterEventHandler"] * 2,  # each node, its start and exit handlers
+    ]
 
 
 class _Records(logging.Handler):
@@ -432,3 +432,36 @@ def test_ros2_launch_of_an_unknown_argument_exits_1_with_the_launchers_sentence(
         resolve_arguments({"mod": "lockstep"})
     said_by_launch = [(record.name, record.levelname, record.getMessage()) for record in heard.records]
     assert ("launch", "ERROR", f"Caught exception in launch (see debug for traceback): {said.value}") in said_by_launch
+
+
+def test_launch_file_takes_a_stop_asked_for_as_clean_with_launchs_own_events():
+    require("launch_ros", "test_launch_stop.py checks the same handlers with stand-ins for launch")
+    import signal
+
+    from launch.actions import RegisterEventHandler
+    from launch.events import Shutdown
+    from launch.events.process import ProcessExited, ProcessStarted, SignalProcess
+    from launch_ros.actions import Node
+
+    module = load_launch_file()
+    context = launch_context({"mode": "lockstep", "duration": "2.0"})
+    actions = module.graph_actions(context)
+    handlers = [action.event_handler for action in actions if isinstance(action, RegisterEventHandler)]
+    nodes = [action for action in actions if isinstance(action, Node)]
+    assert len(nodes) == 2
+    ctrl_c = Shutdown(reason="ctrl-c (SIGINT)", due_to_sigint=True)  # what launch emits on a Ctrl-C
+    (on_shutdown,) = [handler for handler in handlers if handler.matches(ctrl_c)]
+    on_shutdown.handle(ctrl_c, context)
+    context._set_is_shutdown(True)  # as launch does then
+    for node in nodes:
+        process = {"action": node, "name": node.name, "cmd": [], "cwd": None, "env": None, "pid": 1}
+        started = ProcessStarted(**process)  # a node whose start was under way: it gets the SIGINT now
+        (on_start,) = [handler for handler in handlers if handler.matches(started)]
+        (emit,) = on_start.handle(started, context)
+        assert isinstance(emit.event, SignalProcess)
+        assert emit.event.signal == signal.SIGINT
+        assert emit.event.process_matcher(node)
+        assert not emit.event.process_matcher(next(other for other in nodes if other is not node))
+        exited = ProcessExited(returncode=-signal.SIGINT, **process)  # ended by it before it could take it
+        (on_exit,) = [handler for handler in handlers if handler.matches(exited)]
+        assert on_exit.handle(exited, context) is None

@@ -56,8 +56,10 @@ def test_noise_free_runs_give_the_base_parameters_exactly(num_links, gravity, tm
     scenario = write_toml(robot_tables(prior, simulator=simulator), tmp_path / "prior.toml")
     result = identify([log], tmp_path / "twin.toml", scenario=scenario)
 
-    expected = 3 * num_links if gravity else 3 * num_links - 2
-    assert len(result.fit.values) == expected
+    inertial = 3 * num_links if gravity else 3 * num_links - 2
+    # armature, viscous and Coulomb friction and an offset per joint; the first armature regroups with Izz_j1
+    assert len(result.fit.values) == inertial + 4 * num_links - 1
+    assert list(result.params.regrouped) == ["Ia_j1"]
     truth = base_of(result.fit, standard_of(arm, grav_vec))
     assert _relative_error(result.fit.values, truth) < EXACT
     assert result.params.exact
@@ -169,12 +171,12 @@ def test_two_runs_and_a_filter_stay_exact_and_the_bag_path_reads_a_bag(tmp_path)
     bag = tmp_path / "two_bag"
     log_to_bag(second, bag)
     result = identify([first, bag], tmp_path / "twin.toml", cutoff=20.0, plot=False)
-    assert result.efforts[1].startswith("commands on /joint_commands")
-    assert result.fit.samples == 2 * 1500 - 0
+    assert result.efforts[1].startswith("effort of /joint_states")  # measured, beside the commands
+    assert result.fit.samples == 2 * (1500 - 2 * 26)  # the filter leaves out 1 / (20 Hz) = 26 steps at each end
     assert _relative_error(result.fit.values, base_of(result.fit, standard_of(arm))) < EXACT
 
 
-def test_friction_is_identified_and_reported_not_simulated(tmp_path):
+def test_friction_is_identified_and_carried_by_the_twin(tmp_path):
     rng = np.random.default_rng(14)
     arm = wide_arm(rng, 3)
     friction = [(0.3, 0.2), (0.1, 0.05), (0.05, 0.02)]
@@ -182,15 +184,22 @@ def test_friction_is_identified_and_reported_not_simulated(tmp_path):
     heldout = save(
         excitation_run(arm, friction=friction, frequencies=HELDOUT_FREQUENCIES), tmp_path / "heldout.sklog.npz"
     )
-    result = identify([log], tmp_path / "twin.toml", friction=True, validate=[heldout], plot=False)
+    result = identify([log], tmp_path / "twin.toml", validate=[heldout], plot=False)
     found = np.array(list(result.params.friction.values()))
     np.testing.assert_allclose(found, friction, rtol=1e-8)
-    assert _relative_error(result.fit.values[: 3 * 3 - 2], base_of(result.fit, standard_of(arm))[: 3 * 3 - 2]) < 1e-6
+    inertial = [k for k, name in enumerate(result.fit.names) if name.split("_")[0] not in ("fv", "fs", "Ia", "off")]
+    truth = base_of(result.fit, standard_of(arm))
+    assert _relative_error(result.fit.values[inertial], truth[inertial]) < 1e-6
     prediction = result.predictions[0]
     assert prediction.error(prediction.twin, prediction.measured) < 1e-8
-    table = tomllib.loads((tmp_path / "twin.toml").read_text(encoding="utf-8"))["identification"]["friction"]
-    np.testing.assert_allclose(table["viscous"], [value[0] for value in friction], rtol=1e-8)
-    assert "no joint friction" in table["note"]
+    links = tomllib.loads((tmp_path / "twin.toml").read_text(encoding="utf-8"))["skeleton"]["link"]
+    np.testing.assert_allclose([link["viscous"] for link in links], [value[0] for value in friction], rtol=1e-8)
+    np.testing.assert_allclose([link["coulomb"] for link in links], [value[1] for value in friction], rtol=1e-8)
+    assert max(abs(link["armature"]) for link in links) < 1e-8  # the arm has none
+    from skelarm_ros.sim.scenario import load_arm
+
+    twin = load_arm(tmp_path / "twin.toml")
+    assert twin.drive is not None and twin.drive.has_friction  # the simulator runs it with its friction
 
 
 def test_the_structure_has_3n_minus_2_base_parameters_without_gravity_and_3n_with():
@@ -199,7 +208,8 @@ def test_the_structure_has_3n_minus_2_base_parameters_without_gravity_and_3n_wit
         arm = wide_arm(rng, n)
         assert structure(arm).rank == 3 * n - 2
         assert structure(arm, [0.0, -9.81]).rank == 3 * n
-        assert structure(arm, friction=True).rank == 5 * n - 2
+        assert structure(arm, terms=("viscous", "coulomb")).rank == 5 * n - 2
+        assert structure(arm, [0.0, -9.81], terms=("armature", "viscous", "coulomb", "offset")).rank == 7 * n - 1
 
 
 # -- bad input -------------------------------------------------------------------------------------------
@@ -249,8 +259,8 @@ def test_a_run_that_does_not_excite_a_parameter_names_it_and_the_rank(good, tmp_
     arrays["q"][:, 1] = 0.3  # the second joint held still: its inertia never shows
     arrays["dq"][:, 1] = 0.0
     log = save(from_arrays(run, arrays), tmp_path / "still.sklog.npz")
-    line = _refused(tmp_path, capsys, [str(log)], "does not excite", "rank", "of 4", "not excited: ")
-    assert "_j2" in line
+    line = _refused(tmp_path, capsys, [str(log)], "do not move joint j2 sweeps 0 deg", "record a run that moves")
+    assert "j1" not in line
 
 
 def test_times_that_do_not_increase_are_refused(good, tmp_path, capsys):
@@ -278,7 +288,7 @@ def test_masked_everywhere_is_too_few_samples(good, tmp_path, capsys):
             lambda tmp, log: [str((tmp / "junk.sklog.npz").write_bytes(b"junk") and tmp / "junk.sklog.npz")],
             ("not a readable",),
         ),
-        (lambda tmp, log: [str((tmp / "junk_bag").mkdir() or tmp / "junk_bag")], ("cannot be read",)),
+        (lambda tmp, log: [str((tmp / "junk_bag").mkdir() or tmp / "junk_bag")], ("is not a bag",)),
         (lambda tmp, log: [str(log), "--scenario", str(tmp / "none.toml")], ("does not exist",)),
         (lambda tmp, log: [str(log), "--filter", "1000"], ("Nyquist",)),
         (lambda tmp, log: [str(log), "--validate", str(tmp / "gone.sklog.npz")], ("does not exist",)),
@@ -311,7 +321,7 @@ def test_the_command_line_prints_the_report(good, tmp_path, capsys):
     _, _, log = good
     assert main([str(log), "-o", str(tmp_path / "twin.toml")]) == 0
     out = capsys.readouterr().out
-    for words in ("base parameters (4, FIGAROH double QR), condition number", "fit residual RMS", "twin: physically"):
+    for words in ("base parameters (11, FIGAROH double QR), condition number", "fit residual RMS", "twin: physically"):
         assert words in out
     assert math.isfinite(
         tomllib.loads((tmp_path / "twin.toml").read_text(encoding="utf-8"))["identification"]["condition_number"]

@@ -78,7 +78,8 @@ def test_the_twin_identified_from_a_bag_follows_the_held_out_reference_like_the_
     twin_path = tmp_path / "twin.toml"
     result = identify([bag], twin_path, scenario=guess, plot=False)
     assert result.params.exact
-    assert result.efforts == ["commands on /joint_commands (applied from frame)"]
+    assert result.efforts == ["effort of /joint_states (applied until its frame)"]  # measured, beside the commands
+    assert result.lags and abs(result.lags[0][1]) < 1e-5  # the simulator applies each command at once
 
     probe = procs.Probe()
     states = probe.record(JointState, "joint_states")

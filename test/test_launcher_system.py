@@ -16,6 +16,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Sequence
+from typing import Any
 
 import procs
 import pytest
@@ -51,17 +52,18 @@ class Launch:
         ``name:=value`` launch arguments.
     command : Sequence[str], optional
         The launcher's command line before the arguments.
+    **popen
+        Further ``subprocess.Popen`` options (``stdin``, default none; ``env``, default this process's; ...).
     """
 
     started = STARTED  # the line that gives a started node's label and pid
 
-    def __init__(self, *arguments: str, command: Sequence[str] = LAUNCHER) -> None:
+    def __init__(self, *arguments: str, command: Sequence[str] = LAUNCHER, **popen: Any) -> None:
         self.process = subprocess.Popen(
             [*command, *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=dict(os.environ),
+            **{"stdin": subprocess.DEVNULL, "env": dict(os.environ), **popen},
         )
         self.lines: list[str] = []
         self._news = threading.Condition()  # notified on each line and at the end of the output

@@ -4,18 +4,23 @@ A node that fails fails the launch (exit 1, naming the node), as ``skelarm-ros l
 (test_launcher.py checks that with stand-in processes, test_faults_system.py the simulator's lockstep
 timeout); an unknown argument stops it before any node starts; a run that ends with its duration
 exits 0; a launch file of one's own with arguments of its own includes sim.launch.py in a group that
-does not forward them. Skipped with the reason where ``ros2 launch`` or the installed package is missing.
+does not forward them; a Ctrl-C while the launch file loads, as the nodes start or while the graph runs ends
+it with 0, no traceback and no SIGTERM, from a terminal or without one (test_launch_stop.py checks the launch
+file's part of that with stand-ins, test_startup.py and test_colcon.py the installed executables' part).
+Skipped with the reason where ``ros2 launch`` or the installed package is missing.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import pty
 import re
 import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +35,7 @@ if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
         allow_module_level=True,
     )
 
+import procs  # noqa: E402
 from conftest import installed_share  # noqa: E402
 from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
 
@@ -53,8 +59,89 @@ class Ros2Launch(Launch):
 
     started = re.compile(r"^\[INFO\] \[(\S+)-\d+\]: process started with pid \[(\d+)\]$")
 
-    def __init__(self, *arguments: str, launch_file: tuple[str, ...] = ("skelarm_ros", "sim.launch.py")) -> None:
-        super().__init__(*arguments, command=(ROS2, "launch", *launch_file))
+    def __init__(
+        self, *arguments: str, launch_file: tuple[str, ...] = ("skelarm_ros", "sim.launch.py"), **popen: Any
+    ) -> None:
+        super().__init__(*arguments, command=(ROS2, "launch", *launch_file), **popen)
+
+
+class TerminalLaunch(Ros2Launch):
+    """``ros2 launch`` in a process group of its own, where Ctrl-C reaches every process, as in a terminal.
+
+    With ``terminal`` its standard input is a terminal, so launch leaves the SIGINT to the terminal (interactive);
+    without, launch also sends each node SIGINT itself (``--noninteractive``).
+    """
+
+    def __init__(self, *arguments: str, launch_file: tuple[str, ...], terminal: bool) -> None:
+        self.terminal = pty.openpty() if terminal else None
+        stdin = self.terminal[1] if self.terminal else subprocess.DEVNULL
+        super().__init__(*arguments, launch_file=launch_file, stdin=stdin, start_new_session=True)
+
+    def ctrl_c(self) -> None:
+        os.killpg(self.process.pid, signal.SIGINT)
+
+    def end(self) -> None:
+        super().end()
+        for fd in self.terminal or ():
+            os.close(fd)
+        self.terminal = None
+
+
+# What `ros2 launch` says when nothing went wrong: no traceback (a node's, launch's or Python's own), no SIGTERM.
+UNCLEAN = re.compile(r"Traceback|FATAL|Exception in|Exception ignored|Fatal Python|KeyboardInterrupt|escalating to")
+LOADING = "[INFO] [launch.user]: loading sim.launch.py"
+LOADER = """
+from launch import LaunchDescription
+from launch.actions import IncludeLaunchDescription, LogInfo
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+
+def generate_launch_description():
+    sim = PythonLaunchDescriptionSource({sim!r})
+    arguments = {{"mode": "lockstep", "duration": "600"}}.items()
+    return LaunchDescription(
+        [LogInfo(msg="loading sim.launch.py"), IncludeLaunchDescription(sim, launch_arguments=arguments)]
+    )
+"""
+
+
+def nodes_take_signals(launch: Ros2Launch) -> bool:
+    """Whether both nodes started and their scripts took the signals (they import from then on, a second or so).
+
+    SIGTERM tells: Python's own start-up handles SIGINT only, the script's first lines handle both. (In the
+    millisecond between Python's SIGINT handler and those lines, Python itself still says KeyboardInterrupt.)
+    """
+    pids = launch.node_pids()
+    return len(pids) == 2 and all(procs.catches(pid, signal.SIGTERM) for pid in pids.values())
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "noninteractive"])
+@pytest.mark.parametrize("moment", ["while sim.launch.py loads", "while the nodes import", "while the graph runs"])
+def test_a_ctrl_c_ends_ros2_launch_with_0_and_no_traceback(tmp_path, moment: str, terminal: bool) -> None:
+    loader = tmp_path / "load.launch.py"
+    loader.write_text(LOADER.format(sim=str(SHARE / "launch" / "sim.launch.py")))
+    launch = TerminalLaunch(launch_file=(str(loader),), terminal=terminal)
+    try:
+        if moment == "while sim.launch.py loads":
+            assert launch.wait_for_line(LOADING, START_DEADLINE), launch.output()
+        elif moment == "while the nodes import":
+            assert procs.wait_until(lambda: nodes_take_signals(launch), START_DEADLINE), launch.output()
+            assert not launch.wait_for_line(STARTING, 0.0), "the nodes were running already"
+        else:
+            assert launch.wait_for_line(STARTING, START_DEADLINE), launch.output()
+        launch.ctrl_c()
+        code = run(launch, 60.0)
+    finally:
+        launch.end()
+    assert code == 0, launch.output()
+    assert not [line for line in launch.lines if UNCLEAN.search(line)], launch.output()
+    # Without a terminal launch signals each node too; one the Ctrl-C just ended has its status taken by that
+    # signal, so launch reports 255 ("process has died"), and the launch file reads the real code (0) instead.
+    died = [line for line in launch.lines if "process has died" in line]
+    assert not [line for line in died if terminal or "exit code 255," not in line], launch.output()
+    if moment == "while sim.launch.py loads":  # launch stops before the graph starts
+        assert not launch.node_pids(), launch.output()
+    assert not [pid for pid in launch.node_pids().values() if alive(pid)], launch.output()
 
 
 def run(launch: Ros2Launch, budget: float) -> int:

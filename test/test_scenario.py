@@ -47,6 +47,16 @@ def test_a_good_robot_loads():
             {"limits": [10.0, -10.0]},
             "robot: link 2 has limits [10.0, -10.0]; the lower limit must not exceed the upper",
         ),
+        (
+            {"armature": -0.1},
+            "robot: link 2 has armature -0.1; an armature (the motor's inertia reflected through the gears) "
+            "must be zero or positive (kg*m^2)",
+        ),
+        ({"viscous": "x"}, "robot: link 2 'viscous' must be a number, got 'x'"),
+        (
+            {"coulomb": -1},
+            "robot: link 2 has coulomb -1.0; a Coulomb friction torque must be zero or positive (N*m)",
+        ),
         # every number is read before any range is checked, so a wrong type is named first
         ({"length": -0.5, "mass": "heavy"}, "robot: link 2 'mass' must be a number, got 'heavy'"),
     ],
@@ -81,3 +91,16 @@ def test_skeleton_table_problems_have_their_sentence(config, sentence):
     with pytest.raises(ScenarioError) as caught:
         arm_from_config(config, "robot")
     assert str(caught.value) == sentence
+
+
+def test_the_drive_keys_are_read_per_joint_and_absent_keys_leave_skelarms_model():
+    assert arm_from_config(copy.deepcopy(ROBOT), "robot").drive is None
+    arm = arm_from_config(_with_second_link(armature=0.01, coulomb=0.2), "robot")
+    assert arm.drive is not None
+    assert arm.drive.armature.tolist() == [0.0, 0.01]
+    assert arm.drive.viscous.tolist() == [0.0, 0.0]
+    assert arm.drive.coulomb.tolist() == [0.0, 0.2]
+    assert arm.drive.link_tables() == [{}, {"armature": 0.01, "coulomb": 0.2}]
+    from skelarm_ros.sim.simulation import Simulation
+
+    assert Simulation(arm).engine.drive is arm.drive  # the simulator honours them

@@ -3,8 +3,10 @@
 
 """Identification time for 10,000 samples of a 4-joint arm, end to end, beside FIGAROH's own solve.
 
-The run is the bundled ``excitation`` scenario simulated by the engine for 20 s at 2 ms
-(10,000 steps), saved as a log. ``identify`` goes from that log to the twin's TOML (read,
+The run is the bundled ``excitation`` scenario's arm with armature and viscous and
+Coulomb friction per joint (:data:`DRIVE`), simulated by the engine for 20 s at 2 ms
+(10,000 steps), saved as a log; identify fits armature, friction and offsets
+(its default). ``identify`` goes from that log to the twin's TOML (read,
 align, FIGAROH regressor, base parameters, consistent set, write) with the
 ``excitation_cad_guess`` prior. Beside it, FIGAROH's ``BaseIdentification.solve``
 (no decimation, no plot, its report captured) runs on the very regressor and torques
@@ -29,9 +31,12 @@ from skelarm_ros.control import build_control_loop
 from skelarm_ros.identification import consistency, data, regressor
 from skelarm_ros.identification.identify import identify
 from skelarm_ros.sim.engine import ArmEngine, run_controlled
-from skelarm_ros.sim.scenario import load_arm
+from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 TARGET_SECONDS = 1.0
+DRIVE = JointDrive.of(
+    4, armature=[0.02, 0.02, 0.01, 0.002], viscous=[0.1, 0.08, 0.04, 0.01], coulomb=[0.1, 0.08, 0.04, 0.01]
+)
 SCENARIO = "excitation"
 PRIOR = "excitation_cad_guess"
 
@@ -39,7 +44,7 @@ PRIOR = "excitation_cad_guess"
 def _simulate(folder: Path) -> Path:
     loop, _ = build_control_loop(SCENARIO)
     arm = load_arm(SCENARIO)
-    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec)
+    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, drive=DRIVE)
     log = run_controlled(engine, arm.skeleton.clone(), loop.controller, duration=loop.task.duration)
     path = folder / "excitation.sklog.npz"
     log.save(path)
@@ -87,7 +92,7 @@ def _stages(log: Path) -> dict[str, float]:
     samples = data.align(data.read_recording(log))
     times["read and align the log"] = time.perf_counter() - start
     start = time.perf_counter()
-    arm = regressor.structure(prior.skeleton, prior.grav_vec)
+    arm = regressor.structure(prior.skeleton, prior.grav_vec, terms=regressor.MODEL_TERMS)
     times["regressor structure (random states)"] = time.perf_counter() - start
     start = time.perf_counter()
     arm.regressor(samples.q, samples.dq, samples.ddq)
@@ -96,7 +101,8 @@ def _stages(log: Path) -> dict[str, float]:
     fit = regressor.fit(arm, samples, prior.skeleton)
     times["regressor + FIGAROH QR fit"] = time.perf_counter() - start
     start = time.perf_counter()
-    consistency.consistent_set(fit, prior.skeleton, [f"j{k + 1}" for k in range(arm.num_joints)])
+    joints = [f"j{k + 1}" for k in range(arm.num_joints)]
+    consistency.consistent_set(fit, prior.skeleton, joints, terms=arm.terms)
     times["consistent set (cone QP)"] = time.perf_counter() - start
     return times
 
@@ -116,14 +122,14 @@ def run(*, quick: bool = False) -> dict[str, float]:
         end_to_end = plotted = solve = float("inf")
         for _ in range(rounds):  # interleaved, so that both meet the same machine load
             start = time.perf_counter()
-            result = identify([log], folder / "twin.toml", scenario=PRIOR, plot=False)
+            result = identify([log], folder / "twin.toml", scenario=PRIOR, plot=False, cutoff=0.0)
             end_to_end = min(end_to_end, time.perf_counter() - start)
-            arm = regressor.structure(result.prior, result.grav_vec)
+            arm = regressor.structure(result.prior, result.grav_vec, terms=regressor.MODEL_TERMS)
             matrix = arm.regressor(result.samples.q, result.samples.dq, result.samples.ddq)
             seconds, phi = _figaroh_solve(arm, result.samples, matrix)
             solve = min(solve, seconds)
         start = time.perf_counter()
-        identify([log], folder / "twin.toml", scenario=PRIOR)
+        identify([log], folder / "twin.toml", scenario=PRIOR, cutoff=0.0)
         plotted = time.perf_counter() - start
         stages = _stages(log)
     samples = result.fit.samples

@@ -42,7 +42,8 @@ import numpy as np
 import pinocchio as pin
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.regressor import FRICTION_KEYS, PLANAR_KEYS
+from skelarm_ros.identification.regressor import PLANAR_KEYS, TERM_KEYS
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,7 +60,10 @@ _MIN_SCALE = 0.05  # m
 _MIN_MASS = 1e-3  # kg, the mass scale of a prior link without mass
 _SOLVER_TOLERANCE = 1e-11
 _FALLBACK_WEIGHT = 1e-6  # the prior's pull against the torque misfit when the base parameters cannot be kept
-_FRICTION_ROW_TOL = 1e-9
+_FRICTION_ROW_TOL = 1e-9  # a mapping entry below this is zero
+_ROUNDING = 1e-9  # of a term's scale: a negative armature or friction this small is zero
+_EXTRA_SCALE = 1e-6  # the least scale of an armature, friction or offset in the prior's pull
+_PREFIX_TERM = {prefix: term for term, prefix in TERM_KEYS.items()}
 _LINEAR_PER_LINK = 5
 _CONE = 4
 
@@ -97,8 +101,19 @@ class ConsistentSet:
     misfit : float
         Relative torque misfit ``sqrt(d^T G d / phi^T G phi)`` of its base parameters
         (``d`` their difference to the identified ones, ``G = W_b^T W_b``); 0 when exact.
-    friction : dict[str, tuple[float, float]]
-        Per joint name: viscous (N*m*s/rad) and Coulomb (N*m) coefficients, when identified.
+    drive : JointDrive
+        Armature (kg*m^2), viscous (N*m*s/rad) and Coulomb (N*m) friction per joint
+        (the prior's where not identified).
+    offset : NDArray[np.float64] | None
+        The torque offset per joint (N*m, a sensor's bias), when identified.
+    joints : list[str]
+        Joint names.
+    terms : tuple[str, ...]
+        What real arms have that was identified.
+    regrouped : dict[str, str]
+        Parameters that cannot be told apart from others (the first joint's armature
+        from the first link's inertia about its joint), kept at the prior's value, with
+        the base parameter they are part of.
     feasibility : list[str]
         FIGAROH's verdict per link (``feasible``).
     bounds : list[LinkBounds]
@@ -108,9 +123,23 @@ class ConsistentSet:
     links: list[LinkParameters]
     exact: bool
     misfit: float
-    friction: dict[str, tuple[float, float]] = field(default_factory=dict)
+    drive: JointDrive
+    offset: NDArray[np.float64] | None = None
+    joints: list[str] = field(default_factory=list)
+    terms: tuple[str, ...] = ()
+    regrouped: dict[str, str] = field(default_factory=dict)
     feasibility: list[str] = field(default_factory=list)
     bounds: list[LinkBounds] = field(default_factory=list)
+
+    @property
+    def friction(self) -> dict[str, tuple[float, float]]:
+        """Per joint name: viscous and Coulomb coefficients, when friction was identified."""
+        if "viscous" not in self.terms and "coulomb" not in self.terms:
+            return {}
+        return {
+            joint: (float(v), float(c))
+            for joint, v, c in zip(self.joints, self.drive.viscous, self.drive.coulomb, strict=True)
+        }
 
 
 def link_bounds(prior: skelarm.Skeleton, com_margin: float = DEFAULT_COM_MARGIN) -> list[LinkBounds]:
@@ -160,41 +189,68 @@ def planar_vector(prior: skelarm.Skeleton) -> NDArray[np.float64]:
     return np.array(values, dtype=np.float64)
 
 
-def _split_friction(
-    fit: BaseFit, joints: Sequence[str]
-) -> tuple[NDArray[np.float64], NDArray[np.bool_], dict[str, tuple[float, float]]]:
-    """Take the friction coefficients out: the planar columns of ``M``, its inertial rows, and the friction."""
-    n = len(joints)
-    names = planar_names(n)
+@dataclass
+class _Variables:
+    """The unknowns of the consistent set: 4 planar parameters per link, then the identified per-joint terms."""
+
+    names: list[str]
+    mapping: NDArray[np.float64]  # M over names: phi = M theta
+    prior: NDArray[np.float64]  # theta0
+    scales: NDArray[np.float64]
+    non_negative: list[int]  # extra variables kept >= 0 (armature, friction)
+    fixed: dict[int, float]  # variables kept at the prior's value (regrouped ones)
+    regrouped: dict[str, str]
+
+
+def _variables(fit: BaseFit, prior: skelarm.Skeleton, drive: JointDrive, bounds: Sequence[LinkBounds]) -> _Variables:
+    n = prior.num_joints
+    extras = [name for name in fit.params_r if name.split("_", 1)[0] in _PREFIX_TERM]
+    names = planar_names(n) + extras
     columns = {name: index for index, name in enumerate(fit.params_r)}
     mapping = np.zeros((len(fit.values), len(names)))
     for j, name in enumerate(names):
         if name in columns:
             mapping[:, j] = fit.mapping[:, columns[name]]
-    friction_columns = [i for i, name in enumerate(fit.params_r) if name.split("_", 1)[0] in FRICTION_KEYS]
-    rows = np.ones(len(fit.values), dtype=bool)
-    values: dict[str, float] = {}
-    for column in friction_columns:
-        hits = np.flatnonzero(np.abs(fit.mapping[:, column]) > _FRICTION_ROW_TOL)
-        if hits.size != 1:
-            msg = f"friction parameter {fit.params_r[column]} is not a base parameter of its own; identify without it"
-            raise IdentificationError(msg)
-        row = int(hits[0])
-        values[fit.params_r[column]] = float(fit.values[row] / fit.mapping[row, column])
-        rows[row] = False
-    friction = {
-        joint: (values.get(f"fv_j{k + 1}", 0.0), values.get(f"fs_j{k + 1}", 0.0)) for k, joint in enumerate(joints)
-    }
-    return mapping, rows, friction if friction_columns else {}
+    prior_terms = {"armature": drive.armature, "viscous": drive.viscous, "coulomb": drive.coulomb}
+    theta0 = list(planar_vector(prior))
+    scales = list(np.sqrt(1.0 / _weights(prior, bounds)))
+    non_negative, fixed, regrouped = [], {}, {}
+    for name in extras:
+        prefix, joint = name.split("_", 1)
+        term = _PREFIX_TERM[prefix]
+        k = int(joint.lstrip("j")) - 1
+        value = float(prior_terms[term][k]) if term in prior_terms else 0.0
+        index = len(theta0)
+        theta0.append(value)
+        column = mapping[:, index]
+        rows = np.flatnonzero(np.abs(column) > _FRICTION_ROW_TOL)
+        own = rows.size == 1 and np.count_nonzero(np.abs(mapping[rows[0]]) > _FRICTION_ROW_TOL) == 1
+        estimate = float(fit.values[rows[0]] / column[rows[0]]) if own else value
+        scales.append(max(abs(estimate), abs(value), _EXTRA_SCALE))
+        if term != "offset":
+            non_negative.append(index)
+        if not own:
+            fixed[index] = value
+            row = int(rows[0]) if rows.size else -1
+            regrouped[name] = fit.names[row] if row >= 0 else "no base parameter"
+    return _Variables(names, mapping, np.array(theta0), np.array(scales), non_negative, fixed, regrouped)
 
 
 def _constraints(
-    bounds: Sequence[LinkBounds],
+    bounds: Sequence[LinkBounds], size: int, non_negative: Sequence[int] = (), slack: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[NDArray[np.float64], NDArray[np.float64]]]]:
-    """Linear ``G theta <= h`` and, per link, the cone ``(a - A theta)`` in the second-order cone."""
+    """Linear ``G theta <= h`` and, per link, the cone ``(a - A theta)`` in the second-order cone.
+
+    ``size`` is the number of unknowns (``4 N`` planar ones, then the per-joint terms);
+    the ``non_negative`` ones are kept at or above minus their ``slack`` (rounding; the
+    twin then takes zero).
+    """
     n = len(bounds)
-    linear = np.zeros((_LINEAR_PER_LINK * n, 4 * n))
-    upper = np.zeros(_LINEAR_PER_LINK * n)
+    linear = np.zeros((_LINEAR_PER_LINK * n + len(non_negative), size))
+    upper = np.zeros(_LINEAR_PER_LINK * n + len(non_negative))
+    for row, index in enumerate(non_negative, start=_LINEAR_PER_LINK * n):
+        linear[row, index] = -1.0
+        upper[row] = 0.0 if slack is None else float(slack[index])
     cones = []
     for k, b in enumerate(bounds):
         m, mx, my, izz = (4 * k + offset for offset in range(4))
@@ -205,7 +261,7 @@ def _constraints(
         linear[row + 3, [m, my]] = (b.y[0], -1.0)
         linear[row + 4, [m, my]] = (-b.y[1], 1.0)
         # s = a - A theta in the cone: s0 = m + Izz - i_min, s1 = 2 mx, s2 = 2 my, s3 = m - Izz + i_min
-        cone = np.zeros((_CONE, 4 * n))
+        cone = np.zeros((_CONE, size))
         cone[0, [m, izz]] = (-1.0, -1.0)
         cone[1, mx] = -2.0
         cone[2, my] = -2.0
@@ -237,14 +293,17 @@ def _solve_cone_qp(
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result: dict[str, Any] = solvers.coneqp(
-            cvxopt.matrix(0.5 * (quadratic + quadratic.T)),
-            cvxopt.matrix(linear_term),
-            cvxopt.matrix(g),
-            cvxopt.matrix(h),
-            dims,
-            options=options,
-        )
+        try:
+            result: dict[str, Any] = solvers.coneqp(
+                cvxopt.matrix(0.5 * (quadratic + quadratic.T)),
+                cvxopt.matrix(linear_term),
+                cvxopt.matrix(g),
+                cvxopt.matrix(h),
+                dims,
+                options=options,
+            )
+        except (ValueError, ArithmeticError):  # cvxopt's "domain error" and singular KKT systems
+            return None
     if result["status"] != "optimal" and result.get("primal infeasibility", 1.0) > 1e-6:
         return None
     return np.array(result["x"], dtype=np.float64).reshape(-1)
@@ -258,32 +317,46 @@ def _weights(prior: skelarm.Skeleton, bounds: Sequence[LinkBounds]) -> NDArray[n
     return 1.0 / np.square(np.array(scales))
 
 
-def _exact(
-    mapping: NDArray[np.float64],
-    phi: NDArray[np.float64],
-    theta0: NDArray[np.float64],
-    weights: NDArray[np.float64],
-    bounds: Sequence[LinkBounds],
-) -> NDArray[np.float64] | None:
+def _pinned(variables: _Variables, phi: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``M theta = phi`` with the fixed (regrouped) variables held at their values, as one linear system."""
+    rows = [variables.mapping]
+    values = [phi]
+    for index, value in variables.fixed.items():
+        row = np.zeros((1, len(variables.names)))
+        row[0, index] = 1.0
+        rows.append(row)
+        values.append(np.array([value]))
+    return np.vstack(rows), np.concatenate(values)
+
+
+def _exact(variables: _Variables, phi: NDArray[np.float64], bounds: Sequence[LinkBounds]) -> NDArray[np.float64] | None:
     """Return the consistent set closest to the prior on ``M theta = phi``, or ``None`` if there is none."""
     from scipy.linalg import null_space
 
-    particular = np.linalg.lstsq(mapping, phi, rcond=None)[0]
-    basis = null_space(mapping)
-    g_lin, h_lin, cones = _constraints(bounds)
+    mapping, values = _pinned(variables, phi)
+    scale = variables.scales
+    # in the prior's units: theta = theta0 + scale * z
+    scaled = mapping * scale
+    offset = values - mapping @ variables.prior
+    particular = np.linalg.lstsq(scaled, offset, rcond=None)[0]
+    basis = null_space(scaled)
+    slack = _ROUNDING * np.maximum(scale, 1e-3)
+    g_lin, h_lin, cones = _constraints(bounds, len(variables.names), variables.non_negative, slack)
+    h_lin = h_lin - g_lin @ variables.prior
+    g_lin = g_lin * scale
+    cones = [(a - c @ variables.prior, c * scale) for a, c in cones]
     if basis.shape[1] == 0:
-        theta = particular
-        feasible = np.all(g_lin @ theta <= h_lin + 1e-12) and all(_in_cone(a - c @ theta) for a, c in cones)
-        return theta if feasible else None
-    weighted = basis.T * weights
-    z = _solve_cone_qp(
-        2.0 * weighted @ basis,
-        2.0 * weighted @ (particular - theta0),
+        z = particular
+        feasible = np.all(g_lin @ z <= h_lin + 1e-12) and all(_in_cone(a - c @ z) for a, c in cones)
+        return variables.prior + scale * z if feasible else None
+    w = _solve_cone_qp(
+        2.0 * basis.T @ basis,
+        2.0 * basis.T @ particular,
         g_lin @ basis,
         h_lin - g_lin @ particular,
         [(a - c @ particular, c @ basis) for a, c in cones],
     )
-    return None if z is None else particular + basis @ z
+    return None if w is None else variables.prior + scale * (particular + basis @ w)
 
 
 def _in_cone(s: NDArray[np.float64]) -> bool:
@@ -291,26 +364,31 @@ def _in_cone(s: NDArray[np.float64]) -> bool:
 
 
 def _nearest(
-    mapping: NDArray[np.float64],
-    phi: NDArray[np.float64],
-    gram: NDArray[np.float64],
-    theta0: NDArray[np.float64],
-    *,
-    weights: NDArray[np.float64],
-    bounds: Sequence[LinkBounds],
+    variables: _Variables, phi: NDArray[np.float64], gram: NDArray[np.float64], bounds: Sequence[LinkBounds]
 ) -> NDArray[np.float64]:
     """Return the consistent set whose base parameters fit the torques best (the prior breaks ties)."""
+    scale = variables.scales
+    mapping = variables.mapping * scale  # theta = theta0 + scale * z
+    gap = phi - variables.mapping @ variables.prior
     norm = float(phi @ gram @ phi) or 1.0
-    fit_term = mapping.T @ gram @ mapping / norm
-    prior_term = _FALLBACK_WEIGHT * np.diag(weights) / len(theta0)
-    quadratic = 2.0 * (fit_term + prior_term)
-    linear_term = -2.0 * (mapping.T @ gram @ phi / norm + prior_term @ theta0)
-    g_lin, h_lin, cones = _constraints(bounds)
-    theta = _solve_cone_qp(quadratic, linear_term, g_lin, h_lin, cones)
-    if theta is None:
-        msg = "no physically consistent arm fits these runs; check the prior's geometry (lengths, base) and gravity"
+    size = len(variables.names)
+    pull = _FALLBACK_WEIGHT * np.eye(size) / size
+    for index in variables.fixed:
+        pull[index, index] = 1.0 / _FALLBACK_WEIGHT  # regrouped: held at the prior's value
+    quadratic = 2.0 * (mapping.T @ gram @ mapping / norm + pull)
+    linear_term = -2.0 * (mapping.T @ gram @ gap / norm)
+    g_lin, h_lin, cones = _constraints(bounds, size, variables.non_negative)
+    h_lin = h_lin - g_lin @ variables.prior
+    cones = [(a - c @ variables.prior, c * scale) for a, c in cones]
+    z = _solve_cone_qp(quadratic, linear_term, g_lin * scale, h_lin, cones)
+    if z is None:
+        msg = (
+            "the physically consistent set nearest to the identified base parameters could not be computed "
+            "(the cone solver failed); check that the prior's masses, centres of mass and inertias are those of "
+            "this arm's links and that its geometry (lengths, base) and gravity are right"
+        )
         raise IdentificationError(msg)
-    return theta
+    return variables.prior + scale * z
 
 
 def _links(theta: NDArray[np.float64]) -> list[LinkParameters]:
@@ -342,6 +420,8 @@ def consistent_set(
     joints: Sequence[str],
     *,
     com_margin: float = DEFAULT_COM_MARGIN,
+    drive: JointDrive | None = None,
+    terms: Sequence[str] = (),
 ) -> ConsistentSet:
     """Find the physically consistent full set closest to the prior that reproduces the base parameters.
 
@@ -352,27 +432,54 @@ def consistent_set(
     prior : skelarm.Skeleton
         The prior arm (its geometry is the twin's).
     joints : Sequence[str]
-        Joint names, for the friction table.
+        Joint names.
     com_margin : float, optional
         How far a centre of mass may leave its link's box, as a share of the link's scale.
+    drive : JointDrive | None, optional
+        The prior's armature and friction (zero when ``None``).
+    terms : Sequence[str], optional
+        What real arms have that was identified (:data:`~skelarm_ros.identification.regressor.MODEL_TERMS`).
 
     Returns
     -------
     ConsistentSet
-        The links' parameters, whether they reproduce the base parameters, friction and FIGAROH's verdicts.
+        The links' parameters, armature, friction and offsets, whether they reproduce
+        the base parameters, and FIGAROH's verdicts.
     """
-    full_mapping, rows, friction = _split_friction(fit, joints)
-    mapping, phi = full_mapping[rows], fit.values[rows]
-    gram_in = fit.gram[np.ix_(rows, rows)]
+    n = len(joints)
+    prior_drive = drive if drive is not None else JointDrive.ideal(n)
     bounds = link_bounds(prior, com_margin)
-    theta0 = planar_vector(prior)
-    weights = _weights(prior, bounds)
-    theta = _exact(mapping, phi, theta0, weights, bounds)
+    variables = _variables(fit, prior, prior_drive, bounds)
+    theta = _exact(variables, fit.values, bounds)
     exact = theta is not None
     if theta is None:
-        theta = _nearest(mapping, phi, gram_in, theta0, weights=weights, bounds=bounds)
-    difference = mapping @ theta - phi
-    norm = float(phi @ gram_in @ phi) or 1.0
-    misfit = 0.0 if exact else math.sqrt(max(float(difference @ gram_in @ difference), 0.0) / norm)
-    links = _links(theta)
-    return ConsistentSet(links, exact, misfit, friction, feasibility(links), bounds)
+        theta = _nearest(variables, fit.values, fit.gram, bounds)
+    difference = variables.mapping @ theta - fit.values
+    norm = float(fit.values @ fit.gram @ fit.values) or 1.0
+    misfit = 0.0 if exact else math.sqrt(max(float(difference @ fit.gram @ difference), 0.0) / norm)
+    links = _links(theta[: 4 * n])
+    found = {name: float(value) for name, value in zip(variables.names[4 * n :], theta[4 * n :], strict=True)}
+
+    def per_joint(term: str, default: NDArray[np.float64]) -> NDArray[np.float64]:
+        prefix = TERM_KEYS[term]
+        values = [found.get(f"{prefix}_j{k + 1}", default[k]) for k in range(n)]
+        return np.maximum(np.array(values, dtype=np.float64), 0.0) if term != "offset" else np.array(values)
+
+    twin_drive = JointDrive(
+        per_joint("armature", prior_drive.armature),
+        per_joint("viscous", prior_drive.viscous),
+        per_joint("coulomb", prior_drive.coulomb),
+    )
+    offset = per_joint("offset", np.zeros(n)) if "offset" in terms else None
+    return ConsistentSet(
+        links,
+        exact,
+        misfit,
+        twin_drive,
+        offset,
+        list(joints),
+        tuple(terms),
+        variables.regrouped,
+        feasibility(links),
+        bounds,
+    )

@@ -20,13 +20,27 @@ no acceleration is taken across the gap.
 The acceleration of sample ``k`` is the forward difference quotient
 ``(dq_{k+1} - dq_k) / (t_{k+1} - t_k)`` and its torque the one that acted over that
 step. The simulator integrates with semi-implicit Euler (``dq += ddq dt``), so on
-simulated data this quotient is exactly the acceleration the dynamics produced. When
+simulated data this quotient is exactly the acceleration the dynamics produced at the
+step's start state ``(q_k, dq_k)``; such frames are recognised by ``q_{k+1} - q_k =
+h dq_{k+1}`` holding to rounding. On any other run (a real arm moves continuously) the
+quotient is the mean acceleration over the step and is paired with the step's
+midpoint state ``((q_k + q_{k+1}) / 2, (dq_k + dq_{k+1}) / 2)``. When
 the steps are uniform to within the stamps' rounding (``|h_k - h| <= 1e-6 h + 2 ns``)
 the mean step ``h = (t_last - t_first) / (N - 1)`` is used, so nanosecond stamps
 cost no accuracy.
 
 A sample is used only where its angle, velocity, next velocity and torque (and the
 tip force, when recorded) are valid; the rest are dropped and counted, never filled in.
+
+Joint states without velocity (positions only, as many servo drivers publish) are
+differentiated: the velocity at a frame is the central difference of the angles around
+it (``(q_{k+1} - q_{k-1}) / (t_{k+1} - t_{k-1})``, one-sided at the ends of a run), so an
+encoder's quantisation becomes velocity noise the identification's filter removes.
+
+A recording may carry two torques: the commands (applied from their frame) and the joint
+states' own effort (measured, applied until their frame). :func:`choose_torque` picks
+the one to fit; :func:`command_lag` says how much later than stamped the commands show
+in the measured effort.
 
 This module does not import rclpy.
 """
@@ -38,7 +52,7 @@ import tempfile
 import tomllib
 import warnings
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +78,37 @@ GAP_FACTOR = 1.5  # a step this many times the median one is frames missing
 
 
 @dataclass
+class Torque:
+    """One torque a recording carries.
+
+    Attributes
+    ----------
+    kind : str
+        ``commands`` (effort commands), ``measured`` (the joint states' effort beside
+        commands) or ``effort`` (the only torque: a log's, or the joint states' effort).
+    values : NDArray[np.float64]
+        Torques (N*m), shape ``(N, n)``; NaN where not valid.
+    timing : str
+        Which step the torque at a frame acted over (:data:`TIMINGS`).
+    description : str
+        Where it came from, for the report.
+    """
+
+    kind: str
+    values: NDArray[np.float64]
+    timing: str
+    description: str
+
+    def selected(self, order: Sequence[int]) -> Torque:
+        """Return the torque of the columns ``order``."""
+        return Torque(self.kind, self.values[:, list(order)], self.timing, self.description)
+
+    def rows(self, keep: NDArray[np.bool_]) -> Torque:
+        """Return the torque of the frames ``keep``."""
+        return Torque(self.kind, self.values[keep], self.timing, self.description)
+
+
+@dataclass
 class Recording:
     """One input as read, in its own joint order.
 
@@ -77,7 +122,8 @@ class Recording:
         Frame times (s), shape ``(N,)``.
     q, dq, tau : NDArray[np.float64]
         Joint angles (rad), velocities (rad/s) and torques (N*m), shape ``(N, n)``;
-        NaN where a value is not valid.
+        NaN where a value is not valid. Without recorded velocities ``dq`` is the
+        angles' central difference (``velocity_recorded`` false).
     force : NDArray[np.float64] | None
         External tip force ``(fx, fy)`` (N) held over the step from each frame, shape
         ``(N, 2)``; ``None`` when none was recorded.
@@ -87,6 +133,10 @@ class Recording:
         Where the torque came from, for the report.
     skeleton : skelarm.Skeleton | None
         The arm embedded in the log (a scenario or ``robot_description``), if any.
+    torques : list[Torque]
+        Every torque recorded (commands and the joint states' effort); ``tau`` is one of them.
+    velocity_recorded : bool
+        Whether the joint states carried velocities.
     """
 
     source: Path
@@ -99,36 +149,82 @@ class Recording:
     timing: str
     effort: str
     skeleton: skelarm.Skeleton | None
+    torques: list[Torque] = field(default_factory=list)
+    velocity_recorded: bool = True
 
-    def reordered(self, joints: Sequence[str]) -> Recording:
-        """Return the recording with its columns in the order of ``joints`` (matched by name).
+    def selected(self, joints: Sequence[str], *, named: bool) -> Recording:
+        """Return the recording with the columns of ``joints``, in their order (other joints left out).
+
+        Parameters
+        ----------
+        joints : Sequence[str]
+            The arm's joints, first joint first.
+        named : bool
+            Whether the user named them (``--joints``), for the sentence when one is missing.
 
         Raises
         ------
         IdentificationError
-            If the joint names are not the same set.
+            If a joint is not in the recording.
         """
         if list(joints) == self.joints:
             return self
-        if sorted(joints) != sorted(self.joints):
-            msg = (
-                f"input '{self.source}' has joints {self.joints} but the first input has {list(joints)}; "
-                "identify runs of one arm together"
+        missing = [name for name in joints if name not in self.joints]
+        if missing:
+            fix = (
+                "pick the arm's joints by the names the driver publishes with --joints"
+                if named
+                else "pick the arm's joints with --joints a,b,c (the same for every input)"
             )
+            msg = f"input '{self.source}' has no joint {', '.join(missing)} (its joints are {self.joints}); {fix}"
             raise IdentificationError(msg)
         order = [self.joints.index(name) for name in joints]
-        return Recording(
-            self.source,
-            list(joints),
-            self.time,
-            self.q[:, order],
-            self.dq[:, order],
-            self.tau[:, order],
-            self.force,
-            self.timing,
-            self.effort,
-            self.skeleton,
+        return replace(
+            self,
+            joints=list(joints),
+            q=self.q[:, order],
+            dq=self.dq[:, order],
+            tau=self.tau[:, order],
+            torques=[torque.selected(order) for torque in self.torques],
         )
+
+    def window(self, start: float | None, end: float | None) -> Recording:
+        """Return the frames from ``start`` to ``end`` seconds after the recording's first frame.
+
+        Raises
+        ------
+        IdentificationError
+            If the window holds fewer than three frames.
+        """
+        if start is None and end is None:
+            return self
+        since = self.time - self.time[0]
+        low = -math.inf if start is None else start
+        high = math.inf if end is None else end
+        keep = (since >= low - 1e-9) & (since <= high + 1e-9)
+        if np.count_nonzero(keep) < _MIN_FRAMES:
+            msg = (
+                f"input '{self.source}' has {np.count_nonzero(keep)} frames from {low:g} s to {high:g} s "
+                f"(it lasts {float(since[-1]):.6g} s); choose --start and --end inside the run"
+            )
+            raise IdentificationError(msg)
+        return replace(
+            self,
+            time=self.time[keep],
+            q=self.q[keep],
+            dq=self.dq[keep],
+            tau=self.tau[keep],
+            force=None if self.force is None else self.force[keep],
+            torques=[torque.rows(keep) for torque in self.torques],
+        )
+
+    def with_torque(self, torque: Torque) -> Recording:
+        """Return the recording fitting ``torque`` (one of :attr:`torques`)."""
+        return replace(self, tau=torque.values, timing=torque.timing, effort=torque.description)
+
+    def torque(self, kind: str) -> Torque | None:
+        """Return the recorded torque of ``kind``, if any."""
+        return next((torque for torque in self.torques if torque.kind == kind), None)
 
 
 @dataclass
@@ -157,6 +253,9 @@ class Samples:
         Steps not used because frames are missing after them (a step over 1.5 median steps).
     uniform : bool
         Whether every step equals ``step`` to within the stamps' rounding.
+    midpoint : bool
+        Whether the state is the step's midpoint (a continuous motion) rather than its
+        start (semi-implicit Euler steps).
     """
 
     time: NDArray[np.float64]
@@ -171,6 +270,7 @@ class Samples:
     dropped: int
     gaps: int
     uniform: bool
+    midpoint: bool = False
 
     def __len__(self) -> int:
         """Return the number of samples."""
@@ -191,7 +291,29 @@ def _load_log(path: Path, shown: Path) -> skelarm.StateLog:
         raise IdentificationError(msg) from None
 
 
-def _bag_log(path: Path, joint_topic: str | None, notes: list[str]) -> skelarm.StateLog:
+@dataclass(frozen=True)
+class BagOptions:
+    """How a bag is read, as ``bag_to_log`` takes it (docs/bags.md).
+
+    Attributes
+    ----------
+    joint_topic : str | None
+        The JointState topic (default: the only one).
+    command_topic : str | None
+        The effort commands (default: ``joint_commands`` or ``effort_controller/commands`` beside it).
+    clock : str
+        ``header`` (stamps) or ``log`` (recording time).
+    recover : bool
+        Read a truncated MCAP up to its damage.
+    """
+
+    joint_topic: str | None = None
+    command_topic: str | None = None
+    clock: str = "header"
+    recover: bool = False
+
+
+def _bag_log(path: Path, options: BagOptions, notes: list[str]) -> skelarm.StateLog:
     """Convert a bag with ``bag_to_log`` to a temporary log and read it back."""
     from skelarm_ros.bags.bag_to_log import bag_to_log
 
@@ -200,9 +322,17 @@ def _bag_log(path: Path, joint_topic: str | None, notes: list[str]) -> skelarm.S
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                bag_to_log(path, output, joint_topic=joint_topic)
-        except ValueError as error:  # bag_to_log's errors are ValueErrors with one sentence each
-            msg = f"bag '{path}' cannot be read: {error}"
+                bag_to_log(
+                    path,
+                    output,
+                    joint_topic=options.joint_topic,
+                    command_topic=options.command_topic,
+                    clock=options.clock,
+                    recover=options.recover,
+                )
+        except ValueError as error:  # bag_to_log's errors are ValueErrors with one sentence each, naming the bag
+            text = str(error)
+            msg = text if str(path) in text else f"bag '{path}': {text}"
             raise IdentificationError(msg) from None
         notes.extend(f"{path}: {warning.message}" for warning in caught)
         return _load_log(output, path)
@@ -236,6 +366,8 @@ def _timing(log: skelarm.StateLog, shown: Path) -> tuple[str, str]:
     effort = log.extra.get("effort")
     if not isinstance(effort, dict) or "timing" not in effort:
         return FROM_FRAME, "logged torque (skelarm's convention: applied from its frame)"
+    if effort.get("source") == "joint_states":
+        return UNTIL_FRAME, f"effort of {effort.get('topic', 'the joint states')} (applied until its frame)"
     timing = str(effort["timing"])
     if timing not in TIMINGS:
         msg = (
@@ -256,15 +388,15 @@ def _required(values: NDArray[np.float64] | None, missing: str) -> NDArray[np.fl
     return values
 
 
-def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recording:
+def read_recording(path: str | Path, options: BagOptions | None = None) -> Recording:
     """Read one bag or ``.sklog.npz`` log.
 
     Parameters
     ----------
     path : str | Path
         A bag (rosbag2 folder, ``.db3``, ``.mcap``, ROS 1 ``.bag``) or a ``.sklog.npz`` log.
-    joint_topic : str | None, optional
-        The JointState topic of a bag (``bag_to_log --joint-topic``).
+    options : BagOptions | None, optional
+        How to read a bag (topics, clock, recovery), as ``bag_to_log`` takes them.
 
     Returns
     -------
@@ -282,23 +414,30 @@ def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recor
         msg = f"input '{source}' does not exist; pass a bag (folder, .db3, .mcap, .bag) or a .sklog.npz log"
         raise IdentificationError(msg)
     is_log = source.is_file() and source.suffix == LOG_SUFFIX
-    log = _load_log(source, source) if is_log else _bag_log(source, joint_topic, notes)
+    log = _load_log(source, source) if is_log else _bag_log(source, options or BagOptions(), notes)
     q = _channel(log, "q")
     if q is None or len(q) == 0:
         msg = f"input '{source}' has no joint angles (channel 'q'); record joint states"
         raise IdentificationError(msg)
     width = q.shape[1]
-    dq = _required(
-        _channel(log, "dq", width),
-        f"input '{source}' has no joint velocities; identify differentiates the velocity, "
-        "so record joint states with their velocity",
-    )
+    time = np.asarray(log.times, dtype=np.float64)
+    dq = _channel(log, "dq", width)
+    recorded = dq is not None and bool(np.isfinite(dq).any())
+    if dq is None or not recorded:
+        dq = differentiate(time, q)
     tau = _required(
         _channel(log, "tau", width),
         f"input '{source}' has no joint torque (no effort in its joint states and no effort commands); "
-        "record the commands (joint_commands or effort_controller/commands) or a driver's effort",
+        "record the commands (joint_commands or effort_controller/commands) beside the joint states, "
+        "or use a driver that publishes measured or commanded torque in their effort",
     )
     timing, effort = _timing(log, source)
+    torques = [Torque("commands" if timing == FROM_FRAME and "commands" in effort else "effort", tau, timing, effort)]
+    measured = _channel(log, "measured_effort", width)
+    if measured is not None and np.isfinite(measured).any():
+        info = log.extra.get("effort", {}).get("measured", {})
+        topic = info.get("topic", "the joint states") if isinstance(info, dict) else "the joint states"
+        torques.append(Torque("measured", measured, UNTIL_FRAME, f"effort of {topic} (applied until its frame)"))
     force = _channel(log, "ext_force", 2)
     if force is not None and not np.any(force[np.isfinite(force)]):
         force = None  # recorded but never pushed: nothing to add
@@ -309,7 +448,7 @@ def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recor
     recording = Recording(
         source=source,
         joints=_joint_names(log, width),
-        time=np.asarray(log.times, dtype=np.float64),
+        time=time,
         q=q,
         dq=dq,
         tau=tau,
@@ -317,10 +456,153 @@ def read_recording(path: str | Path, *, joint_topic: str | None = None) -> Recor
         timing=timing,
         effort=effort,
         skeleton=skeleton,
+        torques=torques,
+        velocity_recorded=recorded,
     )
     for note in notes:
         warnings.warn(note, stacklevel=2)
     return recording
+
+
+def differentiate(time: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Velocities from angles: central differences inside each run of valid frames, one-sided at its ends.
+
+    A run ends at a NaN angle or at a gap (a step over 1.5 median steps). A run of a
+    single frame gets NaN.
+
+    Parameters
+    ----------
+    time : NDArray[np.float64]
+        Frame times (s), shape ``(N,)``.
+    q : NDArray[np.float64]
+        Angles (rad), shape ``(N, n)``; NaN where not valid.
+
+    Returns
+    -------
+    NDArray[np.float64]
+        Velocities (rad/s), shape ``(N, n)``.
+    """
+    out = np.full(q.shape, np.nan)
+    if len(time) < 2:
+        return out
+    steps = np.diff(time)
+    positive = steps[steps > 0.0]
+    median = float(np.median(positive)) if positive.size else 0.0
+    for j in range(q.shape[1]):
+        valid = np.isfinite(q[:, j]) & np.isfinite(time)
+        joined = valid[:-1] & valid[1:] & (steps > 0.0) & (steps <= GAP_FACTOR * median)
+        breaks = np.flatnonzero(~joined) + 1
+        for frames in np.split(np.arange(len(time)), breaks):
+            run = frames[valid[frames]]
+            if run.size >= 2:
+                out[run, j] = np.gradient(q[run, j], time[run])
+    return out
+
+
+def choose_torque(recording: Recording, prefer: str = "auto") -> Recording:
+    """Return the recording fitting one of its torques.
+
+    Parameters
+    ----------
+    recording : Recording
+        One input.
+    prefer : str, optional
+        ``auto``: the joint states' measured effort when it was recorded beside the
+        commands and changes on every joint (a measured torque is what acted, a
+        command may reach the motors late), else the commands; ``measured`` or
+        ``commands`` to choose.
+
+    Raises
+    ------
+    IdentificationError
+        If the chosen torque was not recorded.
+    """
+    measured = recording.torque("measured")
+    if prefer == "auto":
+        usable = measured is not None and not _placeholder_joints(measured.values)
+        return recording.with_torque(measured) if usable and measured is not None else recording
+    if prefer == "measured":
+        if measured is not None:
+            return recording.with_torque(measured)
+        if recording.timing == UNTIL_FRAME:
+            return recording
+        msg = (
+            f"input '{recording.source}' has no measured effort beside its commands (--effort measured); "
+            "record the joint states with their effort, or leave --effort out"
+        )
+        raise IdentificationError(msg)
+    if recording.torque("commands") is None:
+        msg = (
+            f"input '{recording.source}' has no effort commands (--effort commands); record the commands "
+            "(joint_commands or effort_controller/commands), name their topic with --command-topic, "
+            "or leave --effort out"
+        )
+        raise IdentificationError(msg)
+    commands = recording.torque("commands")
+    return recording if commands is None else recording.with_torque(commands)
+
+
+def _placeholder_joints(values: NDArray[np.float64]) -> list[int]:
+    """Columns whose valid values are all zero or all the same (a placeholder, not a torque)."""
+    out = []
+    for j in range(values.shape[1]):
+        column = values[:, j][np.isfinite(values[:, j])]
+        if column.size == 0 or float(np.ptp(column)) <= CONSTANT_TOLERANCE * max(1.0, float(np.max(np.abs(column)))):
+            out.append(j)
+    return out
+
+
+CONSTANT_TOLERANCE = 1e-9  # N*m relative: a torque that changes less than this never changes
+
+
+def command_lag(recording: Recording) -> tuple[float, float] | None:
+    """How much later than stamped the commands show in the measured effort.
+
+    With no lag, the measured effort at frame ``k+1`` (applied until it) is the command
+    of frame ``k`` (applied from it). The lag is the shift ``L`` (in steps, refined to a
+    fraction of one) that makes the measured effort at frame ``k+1+L`` closest to the
+    command of frame ``k`` (least RMS difference over every joint, each scaled by its
+    torque's RMS).
+
+    Returns
+    -------
+    tuple[float, float] | None
+        The lag (s; positive: the torque acts later than the command) and the RMS
+        difference at it as a share of the torques' RMS; ``None`` without both torques or
+        too few frames.
+    """
+    commands, measured = recording.torque("commands"), recording.torque("measured")
+    if commands is None or measured is None or len(recording.time) < _MIN_LAG_FRAMES:
+        return None
+    step = float(np.median(np.diff(recording.time)))
+    c, m = commands.values, measured.values
+    scale = np.sqrt(np.nanmean(m**2, axis=0))
+    scale = np.where(scale > 0.0, scale, 1.0)
+    lags = np.arange(-_MAX_LAG_STEPS, _MAX_LAG_STEPS + 1)
+    misfit = np.array([_shifted_misfit(c / scale, m / scale, int(lag)) for lag in lags])
+    best = int(np.nanargmin(misfit))
+    offset = 0.0
+    if 0 < best < len(lags) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
+        left, middle, right = misfit[best - 1 : best + 2] ** 2
+        curvature = left - 2.0 * middle + right
+        if curvature > 0.0:
+            offset = 0.5 * (left - right) / curvature
+    return (float(lags[best]) + offset) * step, float(misfit[best])
+
+
+_MIN_LAG_FRAMES = 50
+_MAX_LAG_STEPS = 25
+
+
+def _shifted_misfit(c: NDArray[np.float64], m: NDArray[np.float64], lag: int) -> float:
+    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none)."""
+    shift = 1 + lag
+    if shift >= 0:
+        x, y = c[: len(c) - shift], m[shift:]
+    else:
+        x, y = c[-shift:], m[: len(m) + shift]
+    difference = (y - x)[np.isfinite(y - x).all(axis=1)]
+    return float(np.sqrt(np.mean(difference**2))) if difference.size else math.nan
 
 
 # -- aligning --------------------------------------------------------------------------------------------
@@ -379,6 +661,9 @@ def align(recording: Recording) -> Samples:
     steps, gap, mean, uniform = steps_of(recording.time, recording.source)
     q, dq = recording.q[:-1], recording.dq[:-1]
     ddq = (recording.dq[1:] - dq) / steps[:, np.newaxis]
+    stepped = recording.velocity_recorded and semi_implicit(recording.time, recording.q, recording.dq)
+    if not stepped:  # a continuous motion: the mean acceleration over the step belongs to its midpoint
+        q, dq = 0.5 * (q + recording.q[1:]), 0.5 * (dq + recording.dq[1:])
     tau = recording.tau[:-1] if recording.timing == FROM_FRAME else recording.tau[1:]
     columns = [q, dq, ddq, tau]
     force = recording.force[:-1] if recording.force is not None else None
@@ -400,7 +685,47 @@ def align(recording: Recording) -> Samples:
         dropped=int(np.count_nonzero(~finite)),
         gaps=int(np.count_nonzero(gap)),
         uniform=uniform,
+        midpoint=not stepped,
     )
+
+
+_STEPPED_SHARE = 0.25  # the weight of dq_k in q_{k+1} - q_k below which frames are semi-implicit Euler steps
+
+
+def semi_implicit(time: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray[np.float64]) -> bool:
+    """Whether the frames are semi-implicit Euler steps (``q_{k+1} = q_k + h dq_{k+1}``), as simulators take them.
+
+    Then the forward difference of the velocity is exactly the acceleration at the
+    step's start state; on a continuous motion it is the mean over the step, which
+    belongs to the step's midpoint. The two are told apart by least squares of
+    ``(q_{k+1} - q_k) / h = a dq_k + b dq_{k+1}`` over every joint and regular step:
+    ``a = 0, b = 1`` for Euler steps, ``a = b = 1/2`` for a continuous motion (the
+    trapezoid rule). The three series are low-passed alike first (at a tenth of the
+    Nyquist frequency; the relation is linear, so it holds filtered too), so velocity
+    noise does not blur the small difference between ``dq_k`` and ``dq_{k+1}``.
+    """
+    steps = np.diff(time)
+    regular = (steps > 0.0) & (steps <= GAP_FACTOR * float(np.median(steps)))
+    rate = (q[1:] - q[:-1]) / steps[:, np.newaxis]
+    before, after = dq[:-1], dq[1:]
+    rows = np.isfinite(rate).all(axis=1) & np.isfinite(before).all(axis=1) & np.isfinite(after).all(axis=1) & regular
+    if np.count_nonzero(rows) < 4 * _STEPPED_PAD:
+        return False
+    segment = np.cumsum(~rows)[rows].astype(np.int64)
+    step = float(np.median(steps[rows]))
+    series = np.stack([rate[rows], before[rows], after[rows]], axis=-1)
+    smooth = lowpass(series, segment, _STEPPED_CUTOFF / step, step)
+    keep = np.isfinite(smooth).all(axis=(1, 2))
+    if np.count_nonzero(keep) < 4 * _STEPPED_PAD:
+        return False
+    smooth = smooth[keep]
+    design = np.column_stack([smooth[:, :, 1].reshape(-1), smooth[:, :, 2].reshape(-1)])
+    weights, *_ = np.linalg.lstsq(design, smooth[:, :, 0].reshape(-1), rcond=None)
+    return bool(weights[0] < _STEPPED_SHARE)
+
+
+_STEPPED_CUTOFF = 0.05  # of the sampling rate: the low-pass before telling Euler steps from a continuous motion
+_STEPPED_PAD = 27  # sosfiltfilt's padding of a 4th-order filter
 
 
 def merge(parts: Sequence[Samples]) -> Samples:
@@ -432,6 +757,7 @@ def merge(parts: Sequence[Samples]) -> Samples:
         dropped=sum(part.dropped for part in parts),
         gaps=sum(part.gaps for part in parts),
         uniform=uniform,
+        midpoint=any(part.midpoint for part in parts),
     )
 
 
@@ -457,7 +783,9 @@ def lowpass(values: NDArray[np.float64], segment: NDArray[np.int64], cutoff: flo
     Returns
     -------
     NDArray
-        The filtered values (same shape); samples of segments too short to filter are NaN.
+        The filtered values (same shape); NaN for the first and last ``1 / cutoff``
+        seconds of each segment (where the filter's edge transients carry the noise of
+        the edge samples far into the segment) and for segments too short to filter.
     """
     from scipy.signal import butter, sosfiltfilt
 
@@ -466,10 +794,14 @@ def lowpass(values: NDArray[np.float64], segment: NDArray[np.int64], cutoff: flo
     starts = np.flatnonzero(np.diff(segment, prepend=segment[:1] - 1))
     ends = [*starts[1:].tolist(), len(segment)]
     pad = 3 * (2 * len(sos) + 1)  # sosfiltfilt's default padding
+    trim = math.ceil(EDGE_PERIODS / (cutoff * step))
     for start, end in zip(starts.tolist(), ends, strict=True):
-        if end - start > pad:
-            out[start:end] = sosfiltfilt(sos, values[start:end], axis=0)
+        if end - start > max(pad, 2 * trim + 1):
+            out[start + trim : end - trim] = sosfiltfilt(sos, values[start:end], axis=0)[trim : end - start - trim]
     return out
+
+
+EDGE_PERIODS = 1.0  # periods of the cut-off left out at each end of a filtered segment
 
 
 def check_cutoff(cutoff: float, step: float) -> None:

@@ -8,8 +8,11 @@ This is the one adapter to FIGAROH (PyPI ``figaroh``, pinned in the lock). It ca
 - :func:`figaroh.tools.regressor.build_regressor_basic`: the joint-torque regressor
   ``W(q, dq, ddq)`` of the Pinocchio model, so ``tau = W theta`` with ``theta`` the
   standard parameters, ten per link (``m, mx, my, mz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz``,
-  about the joint frame) plus, with friction, a viscous ``fv`` and a Coulomb ``fs``
-  coefficient per joint;
+  about the joint frame) plus FIGAROH's own per-joint parameters of what real arms
+  have: a viscous ``fv`` and a Coulomb ``fs`` friction coefficient (its
+  ``has_friction``), the actuator inertia ``Ia`` (its ``has_actuator_inertia``: the
+  armature) and a torque offset ``off`` (its ``has_joint_offset``: a current sensor's
+  bias);
 - :func:`figaroh.identification.parameter.get_standard_parameters` and
   :func:`~figaroh.identification.parameter.add_standard_additional_parameters`: the
   parameter names and the prior's values;
@@ -49,6 +52,7 @@ import pinocchio as pin
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import check_cutoff, lowpass
 from skelarm_ros.sim.engine import ArmEngine, build_model
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -60,6 +64,10 @@ if TYPE_CHECKING:
 
 INERTIAL_KEYS = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")  # FIGAROH's order per link
 PLANAR_KEYS = ("m", "mx", "my", "Izz")  # the ones that act on a planar arm
+# What real arms have, per joint, by this package's name and FIGAROH's parameter prefix (in its column order).
+TERM_KEYS = {"viscous": "fv", "coulomb": "fs", "armature": "Ia", "offset": "off"}
+MODEL_TERMS = ("armature", "viscous", "coulomb", "offset")  # identified by default
+TERM_UNITS = {"armature": "kg*m^2", "viscous": "N*m*s/rad", "coulomb": "N*m", "offset": "N*m"}
 FRICTION_KEYS = ("fv", "fs")  # viscous (N*m*s/rad), Coulomb (N*m)
 RANK_RTOL = 1e-8  # a base column whose residual is below this fraction of the largest is not excited
 SAMPLES_PER_PARAMETER = 5  # fewer rows than this many per parameter is too few samples
@@ -131,8 +139,8 @@ class Structure:
         plus 2N with friction).
     base_columns : list[int]
         Which of ``params_r`` FIGAROH took as the independent (base) columns.
-    friction : bool
-        Whether the friction coefficients are in the model.
+    terms : tuple[str, ...]
+        What real arms have that is in the model (of :data:`MODEL_TERMS`).
     """
 
     model: pin.Model
@@ -142,8 +150,13 @@ class Structure:
     params_r: list[str]
     rank: int
     base_columns: list[int]
-    friction: bool
+    terms: tuple[str, ...]
     _robot: Any = None
+
+    @property
+    def friction(self) -> bool:
+        """Whether viscous or Coulomb friction is in the model."""
+        return "viscous" in self.terms or "coulomb" in self.terms
 
     @property
     def num_joints(self) -> int:
@@ -168,7 +181,13 @@ class Structure:
         return np.asarray(_figaroh().build_regressor_basic(self._robot, q, dq, ddq, self.config), dtype=np.float64)
 
 
-def structure(skeleton: skelarm.Skeleton, grav_vec: ArrayLike | None = None, *, friction: bool = False) -> Structure:
+def structure(
+    skeleton: skelarm.Skeleton,
+    grav_vec: ArrayLike | None = None,
+    *,
+    terms: Sequence[str] = (),
+    drive: JointDrive | None = None,
+) -> Structure:
     """Work out the arm's regressor structure from random states (no data needed).
 
     Parameters
@@ -177,8 +196,11 @@ def structure(skeleton: skelarm.Skeleton, grav_vec: ArrayLike | None = None, *, 
         The arm: its geometry, and its inertial parameters as the prior.
     grav_vec : ArrayLike | None, optional
         Planar gravity ``(gx, gy)`` (m/s^2).
-    friction : bool, optional
-        Add a viscous and a Coulomb friction coefficient per joint.
+    terms : Sequence[str], optional
+        What real arms have to put in the model, of :data:`MODEL_TERMS` (armature,
+        viscous and Coulomb friction, torque offset); none by default.
+    drive : JointDrive | None, optional
+        The prior's armature and friction (zero when ``None``).
 
     Returns
     -------
@@ -189,20 +211,28 @@ def structure(skeleton: skelarm.Skeleton, grav_vec: ArrayLike | None = None, *, 
     model = figaroh_model(skeleton, grav_vec)
     n = int(model.nv)
     joints = list(range(n))
+    unknown = [term for term in terms if term not in TERM_KEYS]
+    if unknown:
+        msg = f"unknown model term {', '.join(unknown)}; choose from {list(MODEL_TERMS)}"
+        raise IdentificationError(msg)
+    chosen = tuple(term for term in MODEL_TERMS if term in terms)
+    prior = drive if drive is not None else JointDrive.ideal(n)
     config: dict[str, Any] = {
         "act_idxq": joints,  # FIGAROH does not fill these in itself
         "act_idxv": joints,
         "is_joint_torques": True,
         "is_external_wrench": False,
-        "has_friction": friction,  # FIGAROH's model components default on: every one is set
-        "has_actuator_inertia": False,
-        "has_joint_offset": False,
-        "fv": [0.0] * n,
-        "fs": [0.0] * n,
+        # FIGAROH's model components default on: every one is set
+        "has_friction": "viscous" in chosen or "coulomb" in chosen,
+        "has_actuator_inertia": "armature" in chosen,
+        "has_joint_offset": "offset" in chosen,
+        "fv": prior.viscous.tolist(),
+        "fs": prior.coulomb.tolist(),
+        "Ia": prior.armature.tolist(),
+        "off": [0.0] * n,
     }
     standard = {key: float(value) for key, value in fig.get_standard_parameters(model, config).items()}
-    if friction:
-        standard.update(fig.add_standard_additional_parameters(model, config))
+    standard.update(fig.add_standard_additional_parameters(model, config))
     robot = SimpleNamespace(model=model, data=model.createData())
     rng = np.random.default_rng(20260)
     rows = _STRUCTURE_SAMPLES * n
@@ -212,12 +242,18 @@ def structure(skeleton: skelarm.Skeleton, grav_vec: ArrayLike | None = None, *, 
     matrix = np.asarray(fig.build_regressor_basic(robot, q, dq, ddq, config), dtype=np.float64)
     norms = np.einsum("ij,ij->j", matrix, matrix)
     eliminated, params_r = fig.get_index_eliminate(matrix, standard, tol_e=_ZERO_COLUMN * float(norms.max()))
+    # viscous without Coulomb friction, or the other way round: FIGAROH adds both, the other is left out
+    off = {TERM_KEYS[term] for term in ("viscous", "coulomb") if config["has_friction"] and term not in chosen}
+    names = list(standard)
+    dropped = [index for index, name in enumerate(names) if name.split("_", 1)[0] in off]
+    eliminated = sorted(set(eliminated) | set(dropped))
+    params_r = [name for index, name in enumerate(names) if index not in set(eliminated)]
     active = [index for index in range(matrix.shape[1]) if index not in set(eliminated)]
     decomposer = fig.QRDecomposer(tolerance=0.0, relative_tolerance=RANK_RTOL)
     reduced = fig.build_regressor_reduced(matrix, eliminated)
     _, _, names, _ = decomposer.double_decomposition(np.zeros(reduced.shape[0]), reduced, list(params_r))
     base_columns = list(decomposer.get_base_indices() or [])
-    return Structure(model, config, standard, active, list(params_r), len(names), base_columns, friction, robot)
+    return Structure(model, config, standard, active, list(params_r), len(names), base_columns, chosen, robot)
 
 
 @dataclass
@@ -232,8 +268,11 @@ class BaseFit:
     values : NDArray[np.float64]
         The identified base parameters, shape ``(r,)``.
     std : NDArray[np.float64]
-        Their standard deviations ``sqrt(diag(sigma^2 (W_b^T W_b)^-1))``, with ``sigma^2``
-        the residual variance, shape ``(r,)``.
+        Their standard deviations, shape ``(r,)``: ``sqrt(diag(G^-1 S G^-1))`` with
+        ``G = W_b^T W_b`` and ``S`` the long-run covariance of the samples' scores
+        ``W_b,t^T e_t`` (``e`` the residual), estimated from sums over overlapping blocks
+        of ``block`` consecutive samples, so residuals correlated in time (by the filter,
+        or by what the model lacks) count as the fewer independent samples they are.
     prior : NDArray[np.float64]
         The prior's base parameters, shape ``(r,)``.
     mapping : NDArray[np.float64]
@@ -252,6 +291,14 @@ class BaseFit:
         Samples (steps) in the fit.
     filtered_out : int
         Samples left out because their segment was too short to filter.
+    block : int
+        The block length (samples) of the long-run covariance: a few times the scores'
+        integrated autocorrelation time.
+    effective : float
+        The samples' worth in independent ones (what the white-noise deviations would
+        need for the same spread).
+    cutoff : float | None
+        The filter's cut-off (Hz) the fit used.
     """
 
     names: list[str]
@@ -266,6 +313,9 @@ class BaseFit:
     gram: NDArray[np.float64]
     samples: int
     filtered_out: int = 0
+    block: int = 1
+    effective: float = 0.0
+    cutoff: float | None = None
 
 
 def applied_torque(skeleton: skelarm.Skeleton, samples: Samples) -> NDArray[np.float64]:
@@ -286,8 +336,8 @@ def _stack(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _filtered(
     matrix: NDArray[np.float64], torque: NDArray[np.float64], samples: Samples, cutoff: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
-    """Low-pass the regressor's rows and the torque alike (parallel filtering); drop unfiltered samples."""
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Low-pass the regressor's rows and the torque alike (parallel filtering); the samples kept."""
     check_cutoff(cutoff, samples.step)
     n = torque.shape[1]
     per_sample = matrix.reshape(n, len(samples), -1).transpose(1, 0, 2)
@@ -295,7 +345,80 @@ def _filtered(
     smooth_t = lowpass(torque, samples.segment, cutoff, samples.step)
     keep = np.isfinite(smooth_t).all(axis=1)
     kept_w = smooth_w[keep].transpose(1, 0, 2).reshape(n * int(keep.sum()), -1)
-    return kept_w, smooth_t[keep], int(np.count_nonzero(~keep))
+    return kept_w, smooth_t[keep], keep
+
+
+_BLOCK_PER_TAU = 3.0  # block length of the long-run covariance, in integrated autocorrelation times
+_SOKAL_WINDOW = 5.0  # Sokal's automatic window for the integrated autocorrelation time
+
+
+def _autocorrelation_time(scores: NDArray[np.float64]) -> float:
+    """Return the largest integrated autocorrelation time (samples) of the score columns (Sokal's window)."""
+    count = scores.shape[0]
+    centred = scores - scores.mean(axis=0)
+    size = 1 << int(2 * count - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=0)
+    correlation = np.fft.irfft(np.abs(spectrum) ** 2, n=size, axis=0)[:count]
+    variance = correlation[0]
+    longest = 1.0
+    for column in np.flatnonzero(variance > 0.0):
+        rho = correlation[:, column] / variance[column]
+        tau = 1.0 + 2.0 * np.cumsum(rho[1:])
+        window = np.flatnonzero(np.arange(1, count) >= _SOKAL_WINDOW * tau)
+        longest = max(longest, float(tau[window[0]]) if window.size else float(tau[-1]))
+    return longest
+
+
+def _long_run(scores: NDArray[np.float64], segment: NDArray[np.int64], block: int) -> NDArray[np.float64]:
+    """Long-run covariance of the scores' sum by overlapping block sums, within each segment."""
+    width = scores.shape[1]
+    out = np.zeros((width, width))
+    starts = np.flatnonzero(np.diff(segment, prepend=segment[:1] - 1))
+    ends = [*starts[1:].tolist(), len(segment)]
+    for start, end in zip(starts.tolist(), ends, strict=True):
+        part = scores[start:end]
+        length = min(block, len(part))
+        cumulative = np.vstack([np.zeros((1, width)), np.cumsum(part, axis=0)])
+        sums = cumulative[length:] - cumulative[:-length]
+        out += (sums.T @ sums) / length * (len(part) / len(sums))
+    return out
+
+
+def deviations(
+    w_base: NDArray[np.float64], residual: NDArray[np.float64], segment: NDArray[np.int64], gram: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], int, float]:
+    """Return the standard deviations of the base parameters from correlated residuals.
+
+    Parameters
+    ----------
+    w_base : NDArray[np.float64]
+        The base regressor, rows joint-major, shape ``(n * S, r)``.
+    residual : NDArray[np.float64]
+        ``tau - W_b phi``, joint-major, shape ``(n * S,)``.
+    segment : NDArray[np.int64]
+        Segment of each sample, shape ``(S,)``.
+    gram : NDArray[np.float64]
+        ``W_b^T W_b``.
+
+    Returns
+    -------
+    tuple[NDArray[np.float64], int, float]
+        The deviations, the block length (samples) and the effective number of samples.
+    """
+    count = len(segment)
+    r = w_base.shape[1]
+    scores = np.einsum("jtr,jt->tr", w_base.reshape(-1, count, r), residual.reshape(-1, count))
+    tau = _autocorrelation_time(scores)
+    block = int(min(max(1, math.ceil(_BLOCK_PER_TAU * tau)), max(1, count // 4)))
+    inverse = np.linalg.inv(gram)
+    dof = max(residual.size - r, 1)
+    inflate = residual.size / dof
+    white = inverse @ (scores.T @ scores) @ inverse * inflate
+    covariance = inverse @ _long_run(scores, segment, block) @ inverse * inflate
+    std = np.sqrt(np.maximum(np.diag(covariance), 0.0))
+    spread = float(np.trace(covariance))
+    effective = count * float(np.trace(white)) / spread if spread > 0.0 else float(count)
+    return std, block, effective
 
 
 def _unexcited(reduced: NDArray[np.float64], base_columns: Sequence[int], names: Sequence[str]) -> list[str]:
@@ -313,6 +436,24 @@ def _unexcited(reduced: NDArray[np.float64], base_columns: Sequence[int], names:
                 picked.append(name)
                 break
     return picked
+
+
+def check_count(arm: Structure, samples: Samples) -> int:
+    """Refuse too few samples for the parameters; return the least number of samples.
+
+    Raises
+    ------
+    IdentificationError
+        With the count, how many were dropped and how many are needed.
+    """
+    minimum = math.ceil(SAMPLES_PER_PARAMETER * len(arm.params_r) / arm.num_joints)
+    if len(samples) < minimum:
+        msg = (
+            f"too few samples: {len(samples)} usable steps ({samples.dropped} dropped as NaN or masked) for "
+            f"{len(arm.params_r)} parameters; record at least {minimum} steps of an exciting run"
+        )
+        raise IdentificationError(msg)
+    return minimum
 
 
 def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff: float | None = None) -> BaseFit:
@@ -343,18 +484,15 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
     """
     fig = _figaroh()
     n = arm.num_joints
-    minimum = math.ceil(SAMPLES_PER_PARAMETER * len(arm.params_r) / n)
-    if len(samples) < minimum:
-        msg = (
-            f"too few samples: {len(samples)} usable steps ({samples.dropped} dropped as NaN or masked) for "
-            f"{len(arm.params_r)} parameters; record at least {minimum} steps of an exciting run"
-        )
-        raise IdentificationError(msg)
+    minimum = check_count(arm, samples)
     matrix = arm.regressor(samples.q, samples.dq, samples.ddq)
     torque = applied_torque(skeleton, samples)
     dropped = 0
+    segment = samples.segment
     if cutoff is not None:
-        matrix, torque, dropped = _filtered(matrix, torque, samples, cutoff)
+        matrix, torque, keep = _filtered(matrix, torque, samples, cutoff)
+        dropped = int(np.count_nonzero(~keep))
+        segment = segment[keep]
         if torque.shape[0] < minimum:
             msg = (
                 f"too few samples: {torque.shape[0]} steps remain after filtering at {cutoff} Hz for "
@@ -380,10 +518,8 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
         raise IdentificationError(msg)
     w_base = reduced[:, decomposer.get_base_indices()]
     residual = stacked - w_base @ phi
-    dof = max(residual.size - phi.size, 1)
-    sigma2 = float(residual @ residual) / dof
     gram = w_base.T @ w_base
-    std = np.sqrt(np.maximum(np.diag(sigma2 * np.linalg.inv(gram)), 0.0))
+    std, block, effective = deviations(w_base, residual, segment, gram)
     per_joint = residual.reshape(n, -1)
     return BaseFit(
         names=list(names),
@@ -398,6 +534,9 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
         gram=gram,
         samples=int(torque.shape[0]),
         filtered_out=dropped,
+        block=block,
+        effective=effective,
+        cutoff=cutoff,
     )
 
 

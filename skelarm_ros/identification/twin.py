@@ -4,15 +4,14 @@
 """The twin: a skelarm robot or scenario TOML, its torque predictions, and the plot.
 
 The twin keeps the prior's geometry (base, lengths, joint limits) and takes the
-identified masses, centres of mass and inertias. With a prior scenario every other
-table of it is kept as it was, so the output runs as a scenario at once. An
-``[identification]`` table records how the twin was made (inputs, base parameters
-with their standard deviations, condition number, residuals, friction); skelarm and
-this package's nodes do not read it.
-
-skelarm's model has no joint friction. Identified friction coefficients are written
-to ``[identification.friction]`` only: the simulated twin runs without friction, so
-on the simulator it needs less torque than the real arm by exactly that friction.
+identified masses, centres of mass and inertias, and each joint's identified armature,
+viscous and Coulomb friction as the per-link keys ``armature``, ``viscous`` and
+``coulomb`` (skelarm ignores keys it does not know, so the file loads there too; this
+package's simulator runs them, :class:`skelarm_ros.sim.engine.ArmEngine`). With a prior
+scenario every other table of it is kept as it was, so the output runs as a scenario at
+once. An ``[identification]`` table records how the twin was made (inputs, base
+parameters with their standard deviations, condition number, residuals, the torque
+offsets of the sensors); skelarm and this package's nodes do not read it.
 
 This module does not import rclpy.
 """
@@ -42,13 +41,11 @@ if TYPE_CHECKING:
 
     from skelarm_ros.identification.consistency import ConsistentSet
     from skelarm_ros.identification.data import Samples
+    from skelarm_ros.sim.scenario import JointDrive
 
 TABLE = "identification"
 _PLOT_POINTS = 1200  # samples drawn per line at most
-FRICTION_NOTE = (
-    "skelarm's model has no joint friction: the simulated twin runs without it. These coefficients "
-    "(viscous in N*m*s/rad, Coulomb in N*m, per joint) are the friction the fit attributed to the real arm."
-)
+DRIVE_TERMS = ("armature", "viscous", "coulomb")  # written per link, as the simulator reads them
 
 
 def _degrees(radians: float) -> float:
@@ -100,12 +97,17 @@ def twin_config(
             "skeleton": {"base_length": float(geometry.base_length), "link": links},
             "initial": {"q": [_degrees(value) for value in q0]},
         }
-    for table, found in zip(links, params.links, strict=True):
+    drive = params.drive
+    columns = {"armature": drive.armature, "viscous": drive.viscous, "coulomb": drive.coulomb}
+    for k, (table, found) in enumerate(zip(links, params.links, strict=True)):
         for key in ("rgx", "rgy"):
             table.pop(key, None)
         table["mass"] = found.mass
         table["inertia"] = found.inertia
         table["com"] = [found.com[0], found.com[1]]
+        for key in DRIVE_TERMS:
+            if key in params.terms or columns[key][k] != 0.0:
+                table[key] = float(columns[key][k])
     config[TABLE] = dict(record)
     return config
 
@@ -137,17 +139,23 @@ def predict(
     skeleton: skelarm.Skeleton,
     samples: Samples,
     grav_vec: ArrayLike | None = None,
-    friction: Sequence[tuple[float, float]] | None = None,
+    drive: JointDrive | None = None,
+    offset: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """Return the torque the arm needs for each sample (RNEA, plus friction when given), shape ``(S, N)``."""
-    model, _ = build_model(skeleton, grav_vec)
+    """Return the torque the arm needs for each sample, shape ``(S, N)``.
+
+    RNEA of the model with the drive's armature, plus its friction
+    (:meth:`JointDrive.friction_torque`) and the sensors' offsets when given.
+    """
+    model, _ = build_model(skeleton, grav_vec, None if drive is None else drive.armature)
     data = model.createData()
     out = np.empty_like(samples.tau)
     for row in range(len(samples)):
         out[row] = pin.rnea(model, data, samples.q[row], samples.dq[row], samples.ddq[row])
-    if friction:
-        coefficients = np.asarray(friction, dtype=np.float64)
-        out += coefficients[:, 0] * samples.dq + coefficients[:, 1] * np.sign(samples.dq)
+    if drive is not None:
+        out += drive.friction_torque(samples.dq)
+    if offset is not None:
+        out += offset
     return out
 
 

@@ -11,6 +11,15 @@ joint per movable link, the first joint at ``(base_length, 0)``, each next joint
 semi-implicit Euler, joint limits as inelastic stops, an external tip force entering
 as ``J^T F``, and time accumulated by ``t += dt``.
 
+A real arm's joints add what their motors and gears do (:class:`~skelarm_ros.sim.scenario.JointDrive`,
+the per-link keys ``armature``, ``viscous`` and ``coulomb`` of a scenario): the armature
+enters the model (Pinocchio's ``model.armature``, so ABA, CRBA and RNEA include it) and
+friction acts in each step, ``(M + diag(armature)) ddq = tau + J^T F - h - viscous*dq -
+coulomb*sign(dq)``. The Coulomb torque is taken at the velocity the step ends with
+(implicitly): a joint whose Coulomb torque can hold it ends the step at rest, and stays
+there, instead of chattering around zero velocity. Without a drive the step is
+skelarm's, bit for bit.
+
 This module does not import rclpy.
 """
 
@@ -25,6 +34,7 @@ from skelarm import StateLog
 from skelarm.kinematics import compute_forward_kinematics
 
 from skelarm_ros.interface import check_positive, default_joint_names
+from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -34,6 +44,8 @@ if TYPE_CHECKING:
     from skelarm import Skeleton
 
 _PLANE = 2  # (x, y)
+_STICTION_SWEEPS = 200  # projected Gauss-Seidel sweeps at most for the Coulomb torques of one step
+_STICTION_TOL = 1e-13  # rad/s: the velocity error at which they are solved
 
 
 class NonFiniteStateError(RuntimeError):
@@ -52,7 +64,9 @@ class _Controller(Protocol):
     def log_channels(self) -> dict[str, ArrayLike]: ...
 
 
-def build_model(skeleton: Skeleton, grav_vec: ArrayLike | None = None) -> tuple[pin.Model, int]:
+def build_model(
+    skeleton: Skeleton, grav_vec: ArrayLike | None = None, armature: ArrayLike | None = None
+) -> tuple[pin.Model, int]:
     """Build the Pinocchio model of a skelarm skeleton.
 
     Parameters
@@ -61,6 +75,9 @@ def build_model(skeleton: Skeleton, grav_vec: ArrayLike | None = None) -> tuple[
         The arm; its geometry and inertias are read, its state is not.
     grav_vec : ArrayLike | None, optional
         Planar gravity acceleration ``(gx, gy)`` in m/s^2; ``None`` is zero.
+    armature : ArrayLike | None, optional
+        Reflected motor inertia per joint (kg*m^2, :attr:`JointDrive.armature`), set as
+        ``model.armature``: Pinocchio's ABA, CRBA and RNEA then include it. ``None`` is zero.
 
     Returns
     -------
@@ -86,6 +103,8 @@ def build_model(skeleton: Skeleton, grav_vec: ArrayLike | None = None) -> tuple[
     )
     gravity = np.zeros(_PLANE) if grav_vec is None else np.asarray(grav_vec, dtype=np.float64)
     model.gravity = pin.Motion(np.array([gravity[0], gravity[1], 0.0]), np.zeros(3))
+    if armature is not None:
+        model.armature = np.asarray(armature, dtype=np.float64).reshape(model.nv)
     return model, tip
 
 
@@ -104,6 +123,9 @@ class ArmEngine:
     enforce_limits : bool, optional
         Treat the joint limits as inelastic stops (default), as
         :func:`skelarm.simulate_controlled` does.
+    drive : JointDrive | None, optional
+        Armature and friction per joint (a scenario's :attr:`~skelarm_ros.sim.scenario.ArmSetup.drive`);
+        ``None`` is skelarm's model.
 
     Attributes
     ----------
@@ -118,10 +140,15 @@ class ArmEngine:
         *,
         grav_vec: ArrayLike | None = None,
         enforce_limits: bool = True,
+        drive: JointDrive | None = None,
     ) -> None:
         """Build the model and take the skeleton's state as the initial state."""
         self.dt = check_positive("dt", dt)
-        self.model, self._tip = build_model(skeleton, grav_vec)
+        if drive is not None and drive.num_joints != skeleton.num_joints:
+            msg = f"the drive has {drive.num_joints} joints but the arm {skeleton.num_joints}"
+            raise ValueError(msg)
+        self.drive = drive if drive is not None and not drive.is_ideal else None
+        self.model, self._tip = build_model(skeleton, grav_vec, None if self.drive is None else self.drive.armature)
         self.data = self.model.createData()
         self.num_joints: int = skeleton.num_joints
         self.enforce_limits = bool(enforce_limits)
@@ -251,7 +278,10 @@ class ArmEngine:
         """
         if force is not None and (force[0] != 0.0 or force[1] != 0.0):
             tau = tau + self.jacobian(self.q).T @ force
-        ddq = pin.aba(self.model, self.data, self.q, self.dq, tau).tolist()
+        if self.drive is not None and self.drive.has_friction:
+            ddq = self._with_friction(tau).tolist()
+        else:
+            ddq = pin.aba(self.model, self.data, self.q, self.dq, tau).tolist()
         dt = self.dt
         q_new = self._q_list.copy()
         dq_new = self._dq_list.copy()
@@ -277,6 +307,52 @@ class ArmEngine:
         self.q = np.array(q_new)
         self.dq = np.array(dq_new)
         self.t += dt
+
+    def _with_friction(self, tau: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Return the step's acceleration with the drive's viscous and Coulomb friction.
+
+        Viscous friction acts at the step's start velocity. The Coulomb torques ``f``
+        (``|f_i| <= coulomb_i``) are those that oppose the velocity the step ends with,
+        ``v = v* - dt M^-1 f`` (``v*`` the end velocity without them): ``f_i = coulomb_i
+        sign(v_i)`` where joint i moves, and whatever holds it (within its Coulomb
+        torque) where it ends at rest. This is the box-constrained least-squares
+        problem ``min 1/2 f^T (dt M^-1) f - f^T v*``, solved by projected Gauss-Seidel;
+        a step in which no joint stops or reverses needs one linear solve.
+        """
+        assert self.drive is not None
+        drive, dt = self.drive, self.dt
+        free = np.asarray(pin.aba(self.model, self.data, self.q, self.dq, tau - drive.viscous * self.dq))
+        coulomb = drive.coulomb
+        if not np.any(coulomb):
+            return free
+        target = self.dq + dt * free  # v*: the end velocity without Coulomb friction
+        inverse = np.asarray(pin.computeMinverse(self.model, self.data, self.q))
+        inverse = np.triu(inverse) + np.triu(inverse, 1).T
+        gain = dt * inverse
+        torque = coulomb * np.sign(np.where(self.dq != 0.0, self.dq, target))  # sliding on, as it moved
+        end = target - gain @ torque
+        sliding = coulomb > 0.0
+        if np.all(np.sign(end[sliding]) == np.sign(torque[sliding])):
+            return free - inverse @ torque
+        torque = np.zeros_like(coulomb)
+        end = target.copy()
+        diagonal = np.diag(gain)
+        joints = np.flatnonzero(sliding).tolist()
+        for _ in range(_STICTION_SWEEPS):
+            change = 0.0
+            for i in joints:
+                new = min(max(torque[i] + end[i] / diagonal[i], -coulomb[i]), coulomb[i])
+                delta = new - torque[i]
+                if delta != 0.0:
+                    end -= gain[:, i] * delta
+                    torque[i] = new
+                    change = max(change, abs(delta) * diagonal[i])
+            if change <= _STICTION_TOL:
+                break
+        ddq = free - inverse @ torque
+        held = sliding & (np.abs(torque) < coulomb)
+        ddq[held] = -self.dq[held] / dt  # held by its friction: at rest exactly, not at a rounding's speed
+        return ddq
 
 
 def sync_skeleton(skeleton: Skeleton, q: ArrayLike, dq: ArrayLike) -> None:

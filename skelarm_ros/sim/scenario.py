@@ -25,7 +25,7 @@ import numpy as np
 import skelarm
 
 if TYPE_CHECKING:
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
 
 _PACKAGE = "skelarm_ros"
 DEFAULT_SCENARIO = "reach.toml"
@@ -35,10 +35,137 @@ _LINK_NUMBERS = (
     ("mass", False, "every link needs a positive mass (kg) for the dynamics"),
     ("inertia", True, "a rotational inertia must be zero or positive (kg*m^2)"),
 )
+# What a real joint's drive adds, optional per link (skelarm ignores these keys): key, unit, what it is.
+DRIVE_KEYS = (
+    ("armature", "kg*m^2", "an armature (the motor's inertia reflected through the gears)"),
+    ("viscous", "N*m*s/rad", "a viscous friction coefficient"),
+    ("coulomb", "N*m", "a Coulomb friction torque"),
+)
 
 
 class ScenarioError(ValueError):
     """A scenario or robot file that cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class JointDrive:
+    """What each joint's motor and gears add to the arm's rigid-body dynamics.
+
+    The arm then follows ``(M(q) + diag(armature)) ddq = tau - h(q, dq) - viscous*dq -
+    coulomb*sign(dq)`` (at rest the Coulomb torque holds the joint while it can:
+    :class:`skelarm_ros.sim.engine.ArmEngine`). Without them (all zero) it is skelarm's model.
+
+    Attributes
+    ----------
+    armature : NDArray[np.float64]
+        Reflected motor inertia per joint (kg*m^2), shape ``(N,)``.
+    viscous : NDArray[np.float64]
+        Viscous friction per joint (N*m*s/rad), shape ``(N,)``.
+    coulomb : NDArray[np.float64]
+        Coulomb friction torque per joint (N*m), shape ``(N,)``.
+    """
+
+    armature: NDArray[np.float64]
+    viscous: NDArray[np.float64]
+    coulomb: NDArray[np.float64]
+
+    @classmethod
+    def ideal(cls, num_joints: int) -> JointDrive:
+        """Return a drive that adds nothing (skelarm's model)."""
+        return cls(np.zeros(num_joints), np.zeros(num_joints), np.zeros(num_joints))
+
+    @classmethod
+    def of(
+        cls,
+        num_joints: int,
+        *,
+        armature: ArrayLike | None = None,
+        viscous: ArrayLike | None = None,
+        coulomb: ArrayLike | None = None,
+    ) -> JointDrive:
+        """Return a drive from per-joint values (``None`` for zeros).
+
+        Raises
+        ------
+        ValueError
+            If a value is negative or not finite, or their number is not ``num_joints``.
+        """
+        values = []
+        for (key, unit, what), given in zip(DRIVE_KEYS, (armature, viscous, coulomb), strict=True):
+            array = np.zeros(num_joints) if given is None else np.array(given, dtype=np.float64).reshape(-1)
+            if array.shape != (num_joints,):
+                msg = f"{key} needs one value per joint ({num_joints}), got {array.size}"
+                raise ValueError(msg)
+            if not np.all(np.isfinite(array) & (array >= 0.0)):
+                msg = f"{key} must be zero or positive ({unit}), {what}; got {array.tolist()}"
+                raise ValueError(msg)
+            values.append(array)
+        return cls(*values)
+
+    @property
+    def num_joints(self) -> int:
+        """Number of joints."""
+        return int(self.armature.size)
+
+    @property
+    def is_ideal(self) -> bool:
+        """Whether the drive adds nothing (no armature, no friction)."""
+        return not (np.any(self.armature) or self.has_friction)
+
+    @property
+    def has_friction(self) -> bool:
+        """Whether any joint has viscous or Coulomb friction."""
+        return bool(np.any(self.viscous) or np.any(self.coulomb))
+
+    def friction_torque(self, dq: ArrayLike) -> NDArray[np.float64]:
+        """Return the friction torque ``viscous*dq + coulomb*sign(dq)`` (N*m) that opposes the velocity ``dq``.
+
+        This is the moving joint's friction (what a model-based controller adds to its
+        torque); at rest the engine's Coulomb torque is whatever holds the joint, up to
+        ``coulomb``.
+        """
+        velocity = np.asarray(dq, dtype=np.float64)
+        return np.asarray(self.viscous * velocity + self.coulomb * np.sign(velocity), dtype=np.float64)
+
+    def link_tables(self) -> list[dict[str, float]]:
+        """Return the per-link keys (``armature``, ``viscous``, ``coulomb``) of each joint, zeros left out."""
+        tables = []
+        for values in zip(self.armature, self.viscous, self.coulomb, strict=True):
+            tables.append({key: float(v) for (key, _, _), v in zip(DRIVE_KEYS, values, strict=True) if v != 0.0})
+        return tables
+
+
+def drive_from_config(config: dict[str, Any], source: str = "scenario") -> JointDrive:
+    """Read the per-link drive keys (``armature``, ``viscous``, ``coulomb``) of a scenario's ``[[skeleton.link]]``.
+
+    Parameters
+    ----------
+    config : dict[str, Any]
+        Parsed TOML tables.
+    source : str, optional
+        How to name the file in messages.
+
+    Returns
+    -------
+    JointDrive
+        Zero where a key is absent.
+
+    Raises
+    ------
+    ScenarioError
+        On a value that is not a number or is negative.
+    """
+    section = config.get("skeleton", config)
+    links = section.get("link", []) if isinstance(section, dict) else []
+    columns: dict[str, list[float]] = {key: [] for key, _, _ in DRIVE_KEYS}
+    for number, link in enumerate(links, start=1):
+        for key, unit, what in DRIVE_KEYS:
+            value = _number(link.get(key, 0.0), f"link {number} '{key}'", source)
+            if value < 0.0:
+                msg = f"{source}: link {number} has {key} {value}; {what} must be zero or positive ({unit})"
+                raise ScenarioError(msg)
+            columns[key].append(value)
+    return JointDrive(*(np.array(columns[key], dtype=np.float64) for key, _, _ in DRIVE_KEYS))
 
 
 def share_directory() -> Path:
@@ -118,6 +245,9 @@ class ArmSetup:
         Joint limits as hard stops (``[simulator].enforce_limits``, default true).
     grav_vec : NDArray[np.float64]
         Planar gravity ``(gx, gy)`` from ``[simulator].grav_vec`` (default zero).
+    drive : JointDrive | None
+        Armature and friction per joint from the links' ``armature``, ``viscous`` and
+        ``coulomb`` keys; ``None`` when no link has any (skelarm's model).
     """
 
     path: Path | None
@@ -126,6 +256,7 @@ class ArmSetup:
     dt: float
     enforce_limits: bool
     grav_vec: NDArray[np.float64] = field(default_factory=lambda: np.zeros(2))
+    drive: JointDrive | None = None
 
     @property
     def num_joints(self) -> int:
@@ -195,7 +326,7 @@ def _check_link(link: dict[str, Any], where: str, source: str) -> None:
             raise ScenarioError(msg)
     if "com" in link:
         _pair(link["com"], f"{where} 'com'", source)
-    for key in ("rgx", "rgy", "q0", "qmin", "qmax"):
+    for key in ("rgx", "rgy", "q0", "qmin", "qmax", *(key for key, _, _ in DRIVE_KEYS)):
         if key in link:
             _number(link[key], f"{where} '{key}'", source)
     if "limits" in link:
@@ -266,6 +397,7 @@ def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path
     except (ValueError, TypeError, KeyError) as error:
         msg = f"{source}: {error}"
         raise ScenarioError(msg) from None
+    drive = drive_from_config(config, source)
     return ArmSetup(
         path=path,
         config=config,
@@ -273,6 +405,7 @@ def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path
         dt=dt,
         enforce_limits=enforce,
         grav_vec=np.array(grav, dtype=np.float64),
+        drive=None if drive.is_ideal else drive,
     )
 
 

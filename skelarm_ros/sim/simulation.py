@@ -96,7 +96,9 @@ class Simulation:
         self.joint_names = check_joint_names(list(joint_names), num_joints)
         self._command_order = NameOrder(self.joint_names, "joint_commands message")
         step = arm.dt if check_non_negative("dt", dt) == 0.0 else float(dt)
-        self.engine = ArmEngine(arm.skeleton, step, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
+        self.engine = ArmEngine(
+            arm.skeleton, step, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits, drive=arm.drive
+        )
         self._q0 = self.engine.q.copy()
         self._dq0 = self.engine.dq.copy()
         self.num_joints = num_joints

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from skelarm_ros.bags.bag_to_log.samples import Samples
     from skelarm_ros.bags.bag_to_log.topics import TopicPlan
 
-_RESERVED = ("time", "q", "dq", "tau", "ext_force")
+_RESERVED = ("time", "q", "dq", "tau", "ext_force", "measured_effort")
 
 
 def resolve_times(stamps: NDArray[np.int64], logs: NDArray[np.int64], header: bool) -> tuple[NDArray[np.int64], int]:
@@ -155,13 +155,22 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
         key: block[:, index * span : (index + 1) * span] for index, key in enumerate(("q", "dq", "tau"))
     }
     commands = collected.streams.get(plan.command_topic) if plan.command_topic else None
+    measured = commands is not None and bool(np.isfinite(arrays["tau"]).any())
     if commands is not None:
+        if measured:  # the joint states' own effort, kept beside the commands (identify compares the two)
+            arrays["measured_effort"] = arrays["tau"]
         arrays["tau"] = timeline.stamped(commands)
     if plan.wrench_topic and plan.wrench_topic in collected.streams:
         arrays["ext_force"] = timeline.measured(collected.streams[plan.wrench_topic])
     channel_meta: dict[str, dict[str, Any]] = joint_units(collected.joints, {})  # units by the kinds, stage 4
     if "ext_force" in arrays:
         channel_meta["ext_force"] = {"unit": "N", "label": "external tip force", "columns": ["fx", "fy"]}
+    if measured:
+        channel_meta["measured_effort"] = {
+            "unit": "N*m",
+            "label": "joint states' effort (applied until the frame)",
+            "columns": collected.joints,
+        }
     used: dict[str, str] = {}
     for channel, topic in plan.controller.items():
         if topic in collected.streams:
@@ -175,6 +184,8 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
     origin = int(timeline.stamps[0])
     arrays["time"] = (timeline.stamps - origin) / NANOSECONDS
     effort = _effort(plan, header, from_commands=commands is not None)
+    if measured:
+        effort["measured"] = {"channel": "measured_effort", "topic": plan.joint_topic, "timing": "applied_until_frame"}
     return Aligned(arrays, channel_meta, effort, used, masked, timeline.stamps, origin, timeline.fallbacks)
 
 

@@ -29,7 +29,8 @@ class SimulatorParams:
         param(
             "skelarm scenario or robot TOML (path or bundled name; empty: reach)",
             details="A bundled name is a file of `config/scenarios/` (`reach`, `four_dof_robot`, ...). It gives the "
-            "robot, the initial state, `dt`, joint limits and gravity.",
+            "robot, the initial state, `dt`, joint limits, gravity, and each joint's armature and friction "
+            "(the per-link keys `armature`, `viscous`, `coulomb`: scenarios.md).",
         ),
     ] = ""
     dt: Annotated[
