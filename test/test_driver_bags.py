@@ -171,3 +171,20 @@ def test_states_without_velocity_go_back_into_a_bag_without_velocity(tmp_path):
         (first, *_) = [message for *_, message in opened.messages(["/joint_states"])]
         assert "/joint_commands" not in opened.topics
     assert len(first.position) == 3 and len(first.velocity) == 0 and len(first.effort) == 0
+
+
+def test_the_joint_states_effort_kept_beside_commands_goes_back_as_the_joint_states_effort(tmp_path):
+    messages = []
+    for k in range(10):
+        stamp = WALL + k * 10_000_000
+        effort = (0.5 * k, -0.25 * k)  # measured, not the command of the state before
+        messages.append(("/joint_states", stamp + 1, joint_state(stamp, ("a", "b"), (k, -k), (1.0, 1.0), effort)))
+        messages.append(("/joint_commands", stamp + 2, joint_state(stamp, ("a", "b"), (), (), (k + 1.0, -k))))
+    bag = write_bag(tmp_path / "bag", messages)
+    log = tmp_path / "o.sklog.npz"
+    bag_to_log(bag, log)
+    log_to_bag(log, tmp_path / "again")
+    with open_bag(tmp_path / "again") as opened:
+        assert sorted(opened.topics) == ["/joint_commands", "/joint_states"]  # no controller/measured_effort
+        efforts = [list(message.effort) for *_, message in opened.messages(["/joint_states"])]
+    assert efforts == [[0.5 * k, -0.25 * k] for k in range(10)]

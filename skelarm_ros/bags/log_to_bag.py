@@ -8,6 +8,8 @@ Frame k at time t_k becomes (stamped and logged at t_k):
 - ``joint_states``: q[k], dq[k] and, as effort, the torque applied over the step
   that ended at frame k: tau[k-1] (zero at k = 0), see ``docs/interfaces.md``;
 - ``joint_commands``: JointState with effort tau[k], the command computed from frame k;
+  (when the log keeps the recorded joint states' effort beside its commands,
+  ``measured_effort``, that is frame k's effort instead of tau[k-1]);
 
   unless the log's ``tau`` is a measured effort (``bag_to_log`` of a bag without
   commands: ``extra.effort.timing`` ``applied_until_frame``): then ``joint_states``
@@ -68,7 +70,9 @@ if TYPE_CHECKING:
 
 PROG = "log_to_bag"
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
-_STATE = ("time", "q", "dq", "tau", "ext_force")
+MEASURED_EFFORT = "measured_effort"
+"""The channel of the joint states' effort that ``bag_to_log`` keeps beside ``tau`` from commands."""
+_STATE = ("time", "q", "dq", "tau", "ext_force", MEASURED_EFFORT)
 
 
 class LogError(ValueError):
@@ -148,6 +152,22 @@ def log_to_bag(
     return counts[0]
 
 
+def _frame_efforts(
+    arrays: dict[str, NDArray[Any]], meta: dict[str, Any], tau: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], bool]:
+    """Return each frame's joint-state effort, and whether ``tau`` is a measurement (then no commands are written).
+
+    A commanded tau[k] acts from frame k on, so frame k's effort is tau[k-1]; a measured
+    one is frame k's own, as is the joint states' effort a log keeps beside its commands
+    (``measured_effort``).
+    """
+    if meta.get("extra", {}).get("effort", {}).get("timing") == APPLIED_UNTIL_FRAME:
+        return tau, True
+    if MEASURED_EFFORT in arrays:
+        return np.asarray(arrays[MEASURED_EFFORT], dtype=np.float64).reshape(tau.shape), False
+    return np.vstack([np.zeros((1, tau.shape[1])), tau[:-1]]), False
+
+
 def _write(  # noqa: PLR0917
     path: Path,
     arrays: dict[str, NDArray[Any]],
@@ -162,9 +182,7 @@ def _write(  # noqa: PLR0917
     joint_state = types[JOINT_STATE_TYPE]
     empty = np.zeros(0)
     q, dq, tau = (np.asarray(arrays[k], dtype=np.float64).reshape(len(stamps), -1) for k in ("q", "dq", "tau"))
-    measured = meta.get("extra", {}).get("effort", {}).get("timing") == APPLIED_UNTIL_FRAME
-    # A commanded tau[k] acts from frame k on, so frame k's effort is tau[k-1]; a measured one is frame k's own.
-    applied = tau if measured else np.vstack([np.zeros((1, q.shape[1])), tau[:-1]])
+    applied, measured = _frame_efforts(arrays, meta, tau)
     velocity, effort = (values if np.isfinite(values).any() else np.zeros((len(stamps), 0)) for values in (dq, applied))
     force = arrays.get("ext_force")
     channels = {

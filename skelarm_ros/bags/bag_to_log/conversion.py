@@ -147,6 +147,8 @@ def bag_to_log(
     )
     kinds = joint_kinds(collected.joints, urdf=collected.urdf, skelarm_arm=skeleton is not None)
     aligned.channel_meta.update(joint_units(collected.joints, kinds))
+    if "measured_effort" in aligned.channel_meta:  # in the unit of the joints' efforts, as tau is
+        aligned.channel_meta["measured_effort"]["unit"] = aligned.channel_meta["tau"]["unit"]
     extra = log_extra(
         plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
     )
