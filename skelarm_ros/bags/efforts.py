@@ -28,6 +28,7 @@ This module does not import rclpy.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -481,6 +482,30 @@ def compare_commands(recorded: Efforts, shadow: Efforts) -> Comparison:
     )
 
 
+def shifted_rms(commands: NDArray[np.float64], efforts: NDArray[np.float64], shift: int) -> float:
+    """Return the RMS of ``efforts[k + shift] - commands[k]`` over the frames where both rows are finite.
+
+    Parameters
+    ----------
+    commands, efforts : NDArray[np.float64]
+        ``(n, joints)`` on the same frames: the command of frame k (applied from it) and
+        the effort measured at frame k (applied until it).
+    shift : int
+        Frames from a command to the effort paired with it (negative: before it).
+
+    Returns
+    -------
+    float
+        The RMS over every joint of the paired rows; NaN when no row pairs.
+    """
+    if shift >= 0:
+        x, y = commands[: len(commands) - shift], efforts[shift:]
+    else:
+        x, y = commands[-shift:], efforts[: len(efforts) + shift]
+    difference = (y - x)[np.isfinite(y - x).all(axis=1)]
+    return float(np.sqrt(np.mean(difference**2))) if difference.size else math.nan
+
+
 def compare_measured(measured: Efforts, shadow: Efforts, *, max_lag: float = MAX_LAG) -> Comparison:
     """Pair each shadow command with the measured effort that follows it, and find the lag that aligns them best.
 
@@ -511,14 +536,12 @@ def compare_measured(measured: Efforts, shadow: Efforts, *, max_lag: float = MAX
     index = where[answers]
     commands = shadow.values[answers][:, columns_s]
     efforts = measured.values[:, columns_r]
+    by_state = np.full(efforts.shape, np.nan)  # each recorded state's shadow command, NaN where none answers it
+    by_state[index] = commands
     period = float(np.median(np.diff(states))) / NANOSECONDS if len(states) > 1 else 0.0
     most = max(CONVENTION_LAG, min(len(states) - 1, round(max_lag / period) if period > 0 else 0))
-    rms = []
-    for shift in range(most + 1):
-        paired = index + shift < len(states)
-        diff = commands[paired] - efforts[index[paired] + shift]
-        finite = np.isfinite(diff)
-        rms.append(float(np.sqrt(np.mean(np.square(diff[finite])))) if finite.any() else float("inf"))
+    rms = [shifted_rms(by_state, efforts, shift) for shift in range(most + 1)]
+    rms = [value if math.isfinite(value) else math.inf for value in rms]
     paired = index + CONVENTION_LAG < len(states)
     if not paired.any():
         raise _no_common_state(measured, shadow)

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import skelarm
 
+from skelarm_ros.bags.efforts import shifted_rms
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.interface import default_joint_names
 
@@ -595,14 +596,8 @@ _MAX_LAG_STEPS = 25
 
 
 def _shifted_misfit(c: NDArray[np.float64], m: NDArray[np.float64], lag: int) -> float:
-    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none)."""
-    shift = 1 + lag
-    if shift >= 0:
-        x, y = c[: len(c) - shift], m[shift:]
-    else:
-        x, y = c[-shift:], m[: len(m) + shift]
-    difference = (y - x)[np.isfinite(y - x).all(axis=1)]
-    return float(np.sqrt(np.mean(difference**2))) if difference.size else math.nan
+    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none), as ``compare`` measures it."""
+    return shifted_rms(c, m, 1 + lag)
 
 
 # -- aligning --------------------------------------------------------------------------------------------
