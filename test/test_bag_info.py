@@ -155,3 +155,17 @@ def test_the_shared_drone_arm_bags_list_their_three_joint_state_topics(name, cap
     state = topic_line(out, "/servo/out/state")
     assert "joints unnamed (3 values, in position order)" in state and " Hz, largest gap " in state
     assert all(" msgs  " in line for line in out.splitlines()[7:])
+
+
+@pytest.mark.parametrize("name", ["db3", "db3_zstd", "mcap", "mcap_zstd"])
+def test_the_storage_format_fixtures_are_described_split_and_compressed_alike(name, capsys):
+    bag = BAGS / "format_fixtures" / name
+    if not bag.exists():
+        pytest.skip(f"the shared bag {bag} is absent (set SKELARM_ROS_SHARED_DATA)")
+    info = bag_info(bag)
+    code, out, _ = report(capsys, str(bag))
+    assert code == 0
+    assert f"Messages:   {info.messages} on {len(info.topics)} topics" in out
+    assert len(out.splitlines()) == 7 + len(info.topics)
+    assert sum(topic.count for topic in info.topics) == info.messages > 0
+    assert info.files[0].name == "metadata.yaml"
