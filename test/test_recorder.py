@@ -21,6 +21,8 @@ from skelarm_ros.bags.recording import LOST_KEY, STORAGES
 from skelarm_ros.cli.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
 
 rclpy = pytest.importorskip("rclpy")
+import rclpy.duration  # noqa: E402
+import rclpy.serialization  # noqa: E402
 from rclpy.event_handler import QoSSubscriptionEventType  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (  # noqa: E402
