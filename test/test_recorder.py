@@ -116,7 +116,7 @@ def test_a_stop_writes_everything_the_subscriptions_hold_with_the_publishers_qos
             states.publish(JointState(name=["j1"], position=[float(k)]))
         # The latched description reaches a late reader on its own time: the stop writes what arrived.
         for publisher in (states, description):
-            assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+            assert publisher.wait_for_all_acked(Duration(seconds=30))
         recorder.close()
     finally:
         driver.destroy_node()
@@ -296,7 +296,7 @@ def test_recording_survives_stop_and_converts(tmp_path, stop, storage):
                 publisher.publish(msg)
                 published += 1
             executor.spin_once(timeout_sec=0.02)
-        assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+        assert publisher.wait_for_all_acked(Duration(seconds=30))
         proc.send_signal(stop)
         code = proc.wait(timeout=30)
     finally:
