@@ -143,10 +143,11 @@ def check_motion(heard: Replay, reference) -> None:
     np.testing.assert_allclose(effort[1:], reference.channel("tau")[:-1], rtol=0.0, atol=TOLERANCE)
 
 
-@pytest.fixture
-def recorded(tmp_path: Path):
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory):
+    """The offline pushed reach both tests replay, run once: its log and the file it is saved in."""
     log = run_reach(scripted_push, duration=DURATION)
-    path = tmp_path / "push.sklog.npz"
+    path = tmp_path_factory.mktemp("recorded") / "push.sklog.npz"
     log.save(path)
     return log, path
 
