@@ -19,14 +19,24 @@ demo: env
 LAUNCH_TESTS := test/test_launch_file.py
 HAS_LAUNCH_TESTING := import launch_testing; from ament_index_python.packages import get_package_share_directory as share; share("skelarm_ros")
 
+# pytest runs in two parts: what is not marked `serial` on $(TEST_WORKERS) pytest-xdist workers (each its own
+# DDS domain and log folder, test/conftest.py; whole modules to a worker, so a module's shared start-up runs
+# once), then the `serial` tests alone, as their checks of timing need. Both parts always run; the target fails
+# if either does (a part that selects no test, pytest's exit 5, is not a failure).
+TEST_WORKERS ?= 2
+pytest_in_two_parts = status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(if $(1),($(1)) and )not serial" || status=$$?; \
+	$(PY) -m pytest -q -m "$(if $(1),($(1)) and )serial" || { code=$$?; [ $$code -eq 5 ] || status=$$code; }; \
+	exit $$status
+
 test: env lint
 	@if $(PY) -c '$(HAS_LAUNCH_TESTING)' 2>/dev/null; then \
 	  for launch_test in $(LAUNCH_TESTS); do $(PY) -m launch_testing.launch_test $$launch_test || exit 1; done; \
 	fi
-	@$(PY) -m pytest -q
+	@$(call pytest_in_two_parts,)
 
 test-quick: env
-	@$(PY) -m pytest -q -m "not slow"
+	@$(call pytest_in_two_parts,not slow)
 
 lint: env
 	@$(VENV)/bin/ruff check skelarm_ros test launch setup.py

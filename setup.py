@@ -62,7 +62,7 @@ setup(
     package_data={package_name: ["py.typed"]},
     install_requires=["setuptools"],
     extras_require={
-        "test": ["pytest", "hypothesis", "pytest-timeout", "urdf-parser-py"],
+        "test": ["pytest", "hypothesis", "pytest-timeout", "pytest-xdist", "urdf-parser-py"],
     },
     zip_safe=True,
     maintainer="skelarm_ros maintainers",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -96,10 +98,45 @@ try:
 except ImportError:  # pragma: no cover - hypothesis is a test dependency
     pass
 
-# Each test process gets its own DDS domain and log folder, on the local host only.
-os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
+TEST_DOMAINS = range(100, 200)  # the DDS domains test processes take, one each
+DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "skelarm-ros-test-domains"
+_held_domain: list[IO[str]] = []  # the claimed domain's lock file, open (so locked) while this process runs
+
+
+def claim_domain() -> int:
+    """Return a DDS domain of ``TEST_DOMAINS`` that no other running test process holds, and hold it.
+
+    A test process (a pytest run, or each of its pytest-xdist workers) locks the file of its domain in
+    ``DOMAIN_LOCKS`` until it exits, so two test processes at once, of one checkout or of several, never
+    share a domain. The search starts at a place set by the process id.
+    """
+    DOMAIN_LOCKS.mkdir(exist_ok=True)
+    start = os.getpid() % len(TEST_DOMAINS)
+    for offset in range(len(TEST_DOMAINS)):
+        domain = TEST_DOMAINS[(start + offset) % len(TEST_DOMAINS)]
+        lock = (DOMAIN_LOCKS / f"{domain}.lock").open("w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        _held_domain.append(lock)
+        return domain
+    msg = (
+        f"every DDS domain {TEST_DOMAINS.start}-{TEST_DOMAINS.stop - 1} is held by a running test process "
+        f"(lock files in {DOMAIN_LOCKS}); end some of those runs, or set ROS_DOMAIN_ID for a serial run"
+    )
+    raise RuntimeError(msg)
+
+
+# Each test process gets its own DDS domain and log folder, on the local host only. A pytest-xdist worker
+# always claims its own (its environment is the controlling run's, which the other workers share).
+_xdist_worker = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+if _xdist_worker or "ROS_DOMAIN_ID" not in os.environ:
+    os.environ["ROS_DOMAIN_ID"] = str(claim_domain())
+if _xdist_worker or "ROS_LOG_DIR" not in os.environ:
+    os.environ["ROS_LOG_DIR"] = tempfile.mkdtemp(prefix="skelarm-ros-log-")
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="skelarm-ros-log-"))
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from procs import NS, START_TIMEOUT, stamp_ns
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm, load_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing checks: alone, after the parallel part (Makefile)
 
 rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402

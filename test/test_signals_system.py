@@ -37,7 +37,7 @@ from skelarm_ros.sim.engine import ArmEngine, run_controlled
 from skelarm_ros.sim.scenario import load_scenario
 from skelarm_ros.startup import started_blocked
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing checks: alone, after the parallel part (Makefile)
 
 NOISE = ("Traceback", "FATAL", "Exception in", "Failed to publish log message to rosout", "Segmentation fault")
 DELAYS = (0.2, 0.5, 1.0)
