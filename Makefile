@@ -20,12 +20,12 @@ LAUNCH_TESTS := test/test_launch_file.py
 HAS_LAUNCH_TESTING := import launch_testing; from ament_index_python.packages import get_package_share_directory as share; share("skelarm_ros")
 
 # pytest runs in two parts: what is not marked `serial` on $(TEST_WORKERS) pytest-xdist workers (each its own
-# DDS domain and log folder, test/conftest.py; whole modules to a worker, so a module's shared start-up runs
-# once), then the `serial` tests alone, as their checks of timing need. Both parts always run; the target fails
+# DDS domain and log folder, test/conftest.py; each takes a contiguous half of the tests and takes over the
+# other's tail when done, so a module's shared start-up mostly runs once), then the `serial` tests alone, as their checks of timing need. Both parts always run; the target fails
 # if either does (a part that selects no test, pytest's exit 5, is not a failure).
 TEST_WORKERS ?= 2
 pytest_in_two_parts = status=0; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(if $(1),($(1)) and )not serial" || status=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal -m "$(if $(1),($(1)) and )not serial" || status=$$?; \
 	$(PY) -m pytest -q -m "$(if $(1),($(1)) and )serial" || { code=$$?; [ $$code -eq 5 ] || status=$$code; }; \
 	exit $$status
 
