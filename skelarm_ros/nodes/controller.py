@@ -179,8 +179,11 @@ class ControllerNode(KitNode):
         _effort: Any,
         sec: int,
         nanosec: int,
-    ) -> None:
-        """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels."""
+    ) -> ControlOutput | None:
+        """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels.
+
+        Returns the output (``None`` when the state was rejected or the controller failed).
+        """
         restarts = self.loop.restarts
         try:
             output = self.loop.control(names, positions, velocities, stamp_to_nanoseconds(sec, nanosec))
@@ -196,7 +199,7 @@ class ControllerNode(KitNode):
                 f"{type(error).__name__}: {error}",
                 throttle_duration_sec=WARN_PERIOD,
             )
-            return
+            return None
         if self.loop.restarts > restarts:
             self.get_logger().info(
                 f"time line restarted at the state stamped {sec}.{nanosec:09d} s "
@@ -208,6 +211,7 @@ class ControllerNode(KitNode):
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
         say(self, self.progress.controlled(output.t))
+        return output
 
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's commands and where the tip was left."""

@@ -128,6 +128,10 @@ class KitNode(Node):
             self.get_logger().warning(f"not every reader acknowledged {what} within {timeout:g} s")
         return False
 
+    def companions(self) -> Sequence[Node]:
+        """Other nodes of this process that spin on the node's executor (the composed graph's controller)."""
+        return ()
+
     def stop_report(self) -> str | None:
         """Return what to say when a signal stopped the node, or ``None``."""
         return None
@@ -203,6 +207,8 @@ def _run(factory: Callable[[], KitNode], name: str, doc: str) -> int:
         raise
     try:
         executor = node_executor(node, node.thread_priority, events=node.events_executor)
+        for companion in node.companions():
+            executor.add_node(companion)
         if spin_until(node, executor, node.finished):
             return node.wrap_up()
         report = node.stop_report()
