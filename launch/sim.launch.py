@@ -107,7 +107,7 @@ def node_action(spec: NodeSpec) -> Node:
     return Node(
         package=spec.package,
         executable=spec.executable,
-        name=spec.name,
+        name=spec.name or None,  # none: the nodes keep their own names (the composed process runs two)
         namespace=spec.namespace or None,
         parameters=[dict(spec.parameters)],
         remappings=list(spec.remappings),

@@ -108,7 +108,8 @@ class NodeSpec:
     executable : str
         The executable (``ros2 run <package> <executable>``).
     name : str
-        The node's name.
+        The node's name; empty for a process whose nodes keep their own names (the
+        composed simulator and controller).
     namespace : str
         The node's namespace, relative (``arm1``), or empty for the root.
     parameters : dict[str, ParameterValue]
@@ -153,6 +154,13 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "realtime",
             "simulator mode: realtime (timer at the scenario's step) or lockstep (deterministic, as fast as it goes)",
             MODES,
+        ),
+        LaunchArgument(
+            "compose",
+            "false",
+            "run the simulator and the controller in one process, the controller stepped by each simulator step "
+            "with no transport between them (same topics for readers); needs hardware:=sim and controller:=true",
+            BOOLEAN,
         ),
         LaunchArgument(
             "duration",
@@ -351,6 +359,7 @@ class _Graph:
     lockstep: bool
     duration: float
     controller: bool
+    compose: bool
     force_source: str
     record: str
     joint_names: list[str]
@@ -401,6 +410,13 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     except ValueError as error:
         raise GraphError(str(error)) from None
     controller = _flag(values, "controller")
+    compose = _flag(values, "compose")
+    if compose and not (simulate and controller):
+        msg = (
+            "compose:=true runs the simulator and its controller in one process, so it needs hardware:=sim and "
+            "controller:=true (and no replay); beside a real driver run the controller alone"
+        )
+        raise GraphError(msg)
     if controller and not arm.has_controller:
         msg = (
             f"scenario '{scenario}' has no [task] and [controller] tables, so controller:=true has nothing to run; "
@@ -428,6 +444,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         lockstep=lockstep,
         duration=duration,
         controller=controller,
+        compose=compose,
         force_source=force_source,
         record=_new_path(values["record"], "record", "a bag folder to create") if values["record"] else "",
         joint_names=joint_names,
@@ -463,9 +480,11 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     """
     graph = _graph(arguments)
     specs: list[NodeSpec] = []
-    if graph.simulate:
+    if graph.compose:
+        specs.append(_composed(graph))
+    if graph.simulate and not graph.compose:
         specs.append(_simulator(graph))
-    if graph.controller:
+    if graph.controller and not graph.compose:
         specs.append(_controller(graph))
     if graph.force_source:
         specs.append(_force_replay(graph))
@@ -522,6 +541,25 @@ def _controller(graph: _Graph) -> NodeSpec:
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
+
+
+def _composed(graph: _Graph) -> NodeSpec:
+    """The simulator and the controller in one process (skelarm_ros.nodes.composed), keeping their own names.
+
+    Both nodes get one parameter set: the simulator's, whose ``min_subscribers`` now counts only
+    the readers outside the process, and the controller's own (its commands and channels wait
+    for the recorder through ``min_channel_subscribers``).
+    """
+    simulator, controller = _simulator(graph), _controller(graph)
+    readers = int(bool(graph.record)) + int(graph.values["extra_readers"])
+    own = {name: value for name, value in controller.parameters.items() if name not in simulator.parameters}
+    parameters = {
+        **own,
+        **simulator.parameters,
+        SIMULATOR.min_subscribers: readers,
+        SIMULATOR.wait_for_controller: False,
+    }
+    return replace(simulator, executable="composed", name="", parameters=parameters)
 
 
 def _force_replay(graph: _Graph) -> NodeSpec:

@@ -106,7 +106,7 @@ def ros_arguments(spec: NodeSpec, params_file: Path) -> list[str]:
         ``--ros-args``, the node name, the namespace when there is one, the parameters
         file and the remappings.
     """
-    words = ["--ros-args", "-r", f"__node:={spec.name}"]
+    words = ["--ros-args", *(["-r", f"__node:={spec.name}"] if spec.name else [])]
     if spec.namespace:
         words += ["-r", f"__ns:=/{spec.namespace}"]
     words += ["--params-file", str(params_file)]
@@ -145,7 +145,8 @@ def find_executable(package: str, executable: str) -> list[str] | None:
 
 def node_label(spec: NodeSpec) -> str:
     """Return the name both launchers give a node in what they say: ``<namespace>/<name>`` (``arm1/simulator``)."""
-    return f"{spec.namespace}/{spec.name}" if spec.namespace else spec.name
+    name = spec.name or spec.executable
+    return f"{spec.namespace}/{name}" if spec.namespace else name
 
 
 def failure(name: str, code: int, *, running: bool = True) -> str:
@@ -225,7 +226,7 @@ def plan(
                 continue
             msg = f"executable '{spec.executable}' of package '{spec.package}' was not found; install {spec.package}"
             raise LaunchError(msg)
-        params_file = directory / f"{len(planned):02d}_{spec.name}.yaml"
+        params_file = directory / f"{len(planned):02d}_{spec.name or spec.executable}.yaml"
         with params_file.open("w", encoding="utf-8") as stream:
             yaml.safe_dump(parameters_document(spec), stream, default_flow_style=False)
         command = [*start, *spec.arguments, *ros_arguments(spec, params_file)]

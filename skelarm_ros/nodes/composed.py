@@ -110,7 +110,9 @@ class ComposedSimulator(SimulatorNode):
 
     def __init__(self, **kwargs: Any) -> None:
         """Build the simulator node, then its controller node on the same context."""
-        self._controller_kwargs = {key: kwargs[key] for key in ("context", "parameter_overrides") if key in kwargs}
+        self._controller_kwargs = {
+            key: kwargs[key] for key in ("context", "namespace", "parameter_overrides") if key in kwargs
+        }
         super().__init__(**kwargs)
 
     def setup(self) -> None:
@@ -135,10 +137,11 @@ class ComposedSimulator(SimulatorNode):
     # -- one step ----------------------------------------------------------------------------------
 
     def publish_state(self) -> None:
-        """Publish the state as the simulator does, then control it at once and give the command to the step."""
+        """Publish the state as the simulator does, then control it at once and give the command to the step.
+
+        The last state of a run is answered too, as the controller node answers it (the command is not applied).
+        """
         super().publish_state()
-        if self.run.finished:
-            return
         sec, nanosec = self.sim.stamp()
         engine = self.sim.engine
         output = self.controller.on_state(self.sim.joint_names, engine.q_list, engine.dq_list, (), sec, nanosec)
