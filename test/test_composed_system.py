@@ -8,7 +8,8 @@ and a failing controller end the composed process cleanly with the right exit co
 
 from __future__ import annotations
 
-import signal
+import importlib
+import time
 import tomllib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import numpy as np
 import procs
 import pytest
 import skelarm
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 
@@ -63,8 +65,6 @@ def _run(context, cases: dict[str, Path], composed: bool) -> dict[str, tuple[lis
     executor = events_executor(context)
     probe = None
     try:
-        from rclpy.node import Node
-
         probe = Node("probe", context=context)
         executor.add_node(probe)
         for index, (name, path) in enumerate(cases.items()):
@@ -89,10 +89,7 @@ def _run(context, cases: dict[str, Path], composed: bool) -> dict[str, tuple[lis
                 executor.add_node(ControllerNode(context=context, namespace=namespace, parameter_overrides=_p(controller)))
             executor.add_node(nodes[-1])
         simulators = [node for node in nodes]
-        deadline = procs.START_TIMEOUT + 60.0
-        import time
-
-        until = time.monotonic() + deadline
+        until = time.monotonic() + procs.START_TIMEOUT + 60.0
         while not all(node.finished.done() for node in simulators):
             assert time.monotonic() < until, "the runs did not end"
             executor.spin_once(timeout_sec=0.05)
@@ -137,3 +134,90 @@ def test_composed_lockstep_equals_the_two_node_lockstep_on_every_scenario_and_co
             assert mine.keys() == other.keys(), name
             for stamp, values in mine.items():
                 np.testing.assert_allclose(values, other[stamp], rtol=0.0, atol=TOLERANCE, err_msg=f"{name} {stamp}")
+
+
+# -- as processes ------------------------------------------------------------------------------------
+
+
+def _late_reader(probe: procs.Probe, namespace: str) -> dict[str, list]:
+    """Subscribe, as ``ros2 topic echo`` does, to every topic the graph publishes now; return what each gets."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    got: dict[str, list] = {}
+    for topic, types in probe.node.get_topic_names_and_types():
+        if not (topic.startswith(f"/{namespace}/") or topic == "/clock") or not probe.node.count_publishers(topic):
+            continue
+        latched = topic.endswith("robot_description")
+        qos = QoSProfile(
+            depth=10,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+        )
+        package, _, name = types[0].split("/")
+        got[topic] = probe.record(getattr(importlib.import_module(f"{package}.msg"), name), topic, qos)
+    return got
+
+
+def test_a_recorder_and_a_late_reader_see_every_topic_of_the_composed_graph(tmp_path):
+    from test_launcher_system import START_DEADLINE, Launch, assert_all_ended_cleanly, run_to_end
+
+    from skelarm_ros.bags.info import bag_info
+
+    bag = tmp_path / "bag"
+    probe = procs.Probe("arm1")
+    launch = Launch("namespace:=arm1", "compose:=true", "duration:=3.0", f"record:={bag}")
+    try:
+        assert launch.wait_for_line("realtime: starting", START_DEADLINE), launch.output()
+        probe.spin_until(lambda: probe.node.count_publishers("/arm1/markers") > 0, 10.0, "the markers publisher")
+        late = _late_reader(probe, "arm1")
+        probe.spin_until(lambda: all(late.values()) or launch.process.poll() is not None, 20.0, "every topic")
+        code = run_to_end(probe, launch, START_DEADLINE)
+    finally:
+        launch.end()
+        probe.close()
+    assert_all_ended_cleanly(launch, code, {"arm1/composed", "arm1/recorder"})
+    channels = {topic for topic in late if "/controller/" in topic}
+    expected = {"/arm1/joint_states", "/arm1/effort_controller/commands", "/arm1/tip", "/arm1/markers", "/clock"}
+    assert expected | {"/arm1/robot_description"} <= set(late) and channels, sorted(late)
+    assert [topic for topic, messages in late.items() if not messages] == []
+    steps = round(3.0 / 0.002)
+    recorded = {topic.name: topic.count for topic in bag_info(bag).topics}
+    assert recorded["/arm1/joint_states"] == steps + 1, recorded
+    assert recorded["/arm1/tip"] == steps + 1, recorded
+    assert recorded["/arm1/effort_controller/commands"] >= steps, recorded
+    assert all(recorded[topic] >= steps for topic in channels), recorded
+
+
+def test_ctrl_c_ends_the_composed_process_with_0_and_its_summary(tmp_path):
+    log = tmp_path / "composed.log"
+    process = procs.start_node("composed", log, {"scenario": "reach", "markers_rate": 0.0})
+    try:
+        deadline = time.monotonic() + procs.START_TIMEOUT
+        while "realtime: starting" not in log.read_text() and process.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        time.sleep(0.5)  # a few hundred steps
+    finally:
+        code = procs.end(process)
+    text = log.read_text()
+    assert code == 0, text
+    assert "stopped by a signal" in text and "controller:" in text and "step lateness:" in text, text
+    assert "Traceback" not in text, text
+
+
+def test_a_failing_controller_ends_the_composed_process_with_1(tmp_path):
+    scenario = tmp_path / "failing.toml"
+    reach = resolve_scenario("reach").read_text(encoding="utf-8").split("\n[controller]")[0]
+    scenario.write_text(f'{reach}\n[controller]\ntype = "joint_pd"\nkp = nan\n', encoding="utf-8")  # NaN torques
+    log = tmp_path / "composed.log"
+    process = procs.start_node(
+        "composed", log, {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands"}
+    )
+    try:
+        code = process.wait(timeout=procs.START_TIMEOUT)
+    finally:
+        procs.end(process)
+    text = log.read_text()
+    assert code == 1, text
+    assert "the controller gave no command for the state stamped 0.000000000 s" in text, text
+    assert "Traceback" not in text, text
