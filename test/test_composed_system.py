@@ -59,43 +59,46 @@ def _dt(path: Path) -> float:
     return float(load_arm(path).dt)
 
 
+def _graph(context, namespace: str, path: Path, composed: bool) -> list[Node]:
+    """The simulator first, then the controller, of one case (the probe reads joint_states and joint_commands)."""
+    common = {"scenario": str(path), "command_interface": "joint_commands"}
+    simulator = {**common, "mode": "lockstep", "duration": STEPS * _dt(path), "publish_clock": False}
+    simulator["markers_rate"] = 0.0
+    if composed:
+        node = ComposedSimulator(context=context, namespace=namespace, parameter_overrides=_p(simulator))
+        return [node, node.controller]
+    simulator["min_subscribers"] = 2  # the controller and the probe
+    controller = {**common, "reliable_states": True, "min_subscribers": 2}
+    return [
+        SimulatorNode(context=context, namespace=namespace, parameter_overrides=_p(simulator)),
+        ControllerNode(context=context, namespace=namespace, parameter_overrides=_p(controller)),
+    ]
+
+
 def _run(context, cases: dict[str, Path], composed: bool) -> dict[str, tuple[list, list]]:
-    """Run every case in its own namespace at once; return each one's joint states and commands, by stamp."""
-    nodes, probes, seen = [], [], {}
+    """Run every case in its own namespace at once; return each one's joint states and commands."""
+    seen: dict[str, tuple[list, list]] = {}
+    simulators = []
     executor = events_executor(context)
-    probe = None
+    probe = Node("probe", context=context)
+    executor.add_node(probe)
     try:
-        probe = Node("probe", context=context)
-        executor.add_node(probe)
         for index, (name, path) in enumerate(cases.items()):
             namespace = f"case{index}"
-            states: list = []
-            commands: list = []
-            seen[name] = (states, commands)
-            probes.append(probe.create_subscription(JointState, f"/{namespace}/joint_states", states.append, 10000))
-            probes.append(
-                probe.create_subscription(JointState, f"/{namespace}/joint_commands", commands.append, 10000)
-            )
-            common = {"scenario": str(path), "command_interface": "joint_commands"}
-            simulator = {**common, "mode": "lockstep", "duration": STEPS * _dt(path), "publish_clock": False}
-            if composed:
-                parameters = {**simulator, "min_subscribers": 1, "markers_rate": 0.0}
-                nodes.append(ComposedSimulator(context=context, namespace=namespace, parameter_overrides=_p(parameters)))
-                executor.add_node(nodes[-1].controller)
-            else:
-                parameters = {**simulator, "min_subscribers": 2, "markers_rate": 0.0}
-                nodes.append(SimulatorNode(context=context, namespace=namespace, parameter_overrides=_p(parameters)))
-                controller = {**common, "reliable_states": True, "min_subscribers": 2}
-                executor.add_node(ControllerNode(context=context, namespace=namespace, parameter_overrides=_p(controller)))
-            executor.add_node(nodes[-1])
-        simulators = [node for node in nodes]
+            seen[name] = ([], [])
+            for topic, messages in zip(("joint_states", "joint_commands"), seen[name], strict=True):
+                probe.create_subscription(JointState, f"/{namespace}/{topic}", messages.append, 10000)
+            nodes = _graph(context, namespace, path, composed)
+            simulators.append(nodes[0])
+            for node in nodes:
+                executor.add_node(node)
         until = time.monotonic() + procs.START_TIMEOUT + 60.0
         while not all(node.finished.done() for node in simulators):
             assert time.monotonic() < until, "the runs did not end"
             executor.spin_once(timeout_sec=0.05)
         assert [node.finished.result() for node in simulators] == [0] * len(simulators)
-        end = time.monotonic() + 10.0
-        while time.monotonic() < end and any(len(c) < STEPS + 1 for _, c in seen.values()):
+        until = time.monotonic() + 10.0
+        while time.monotonic() < until and any(len(commands) < STEPS + 1 for _, commands in seen.values()):
             executor.spin_once(timeout_sec=0.05)
     finally:
         for node in list(executor.get_nodes()):

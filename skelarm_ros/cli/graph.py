@@ -156,13 +156,6 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             MODES,
         ),
         LaunchArgument(
-            "compose",
-            "false",
-            "run the simulator and the controller in one process, the controller stepped by each simulator step "
-            "with no transport between them (same topics for readers); needs hardware:=sim and controller:=true",
-            BOOLEAN,
-        ),
-        LaunchArgument(
             "duration",
             "0.0",
             "simulated seconds after which the simulator stops and the graph ends; 0 runs until stopped",
@@ -180,6 +173,13 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             HARDWARE,
         ),
         LaunchArgument("controller", "true", "start the controller of the scenario's [controller] table", BOOLEAN),
+        LaunchArgument(
+            "compose",
+            "false",
+            "run the simulator and the controller in one process, the controller stepped by each simulator step "
+            "with no transport between them (same topics for readers); needs hardware:=sim and controller:=true",
+            BOOLEAN,
+        ),
         LaunchArgument(
             "force_source",
             "",
@@ -544,7 +544,7 @@ def _controller(graph: _Graph) -> NodeSpec:
 
 
 def _composed(graph: _Graph) -> NodeSpec:
-    """The simulator and the controller in one process (skelarm_ros.nodes.composed), keeping their own names.
+    """Return the simulator and the controller as one process (skelarm_ros.nodes.composed), named as they are.
 
     Both nodes get one parameter set: the simulator's, whose ``min_subscribers`` now counts only
     the readers outside the process, and the controller's own (its commands and channels wait

@@ -8,7 +8,7 @@ simulator, the ``composed`` executable (``compose:=true`` in both launchers) run
 :class:`~skelarm_ros.nodes.simulator.SimulatorNode` and the
 :class:`~skelarm_ros.nodes.controller.ControllerNode`, under their own names, on one
 executor. Each state the simulator publishes is handed to the controller node's own
-:meth:`~skelarm_ros.nodes.controller.ControllerNode.on_state` in the same call (the
+:meth:`~skelarm_ros.nodes.controller.ControllerNode.answer` in the same call (the
 control loop of :mod:`skelarm_ros.control.loop`, the command and channels published
 for observers as the controller node publishes them), and the command it returns
 goes to the simulator as its ``joint_commands`` message would:
@@ -131,7 +131,7 @@ class ComposedSimulator(SimulatorNode):
         self._drive_timer.cancel()
 
     def companions(self) -> Sequence[Node]:
-        """The controller node, spun on the simulator's executor."""
+        """Return the controller node, spun on the simulator's executor."""
         return (self.controller,)
 
     # -- one step ----------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ class ComposedSimulator(SimulatorNode):
         super().publish_state()
         sec, nanosec = self.sim.stamp()
         engine = self.sim.engine
-        output = self.controller.on_state(self.sim.joint_names, engine.q_list, engine.dq_list, (), sec, nanosec)
+        output = self.controller.answer(self.sim.joint_names, engine.q_list, engine.dq_list, sec, nanosec)
         tau = None if output is None else self._command(output)
         if tau is None:
             self._controller_failed()
@@ -158,7 +158,7 @@ class ComposedSimulator(SimulatorNode):
             self._drive_timer.reset()
 
     def _command(self, output: ControlOutput) -> Any:
-        """The controller's torque as the simulator takes a ``joint_commands`` message; ``None`` if refused."""
+        """Return the controller's torque as the simulator takes a ``joint_commands`` message; ``None`` if refused."""
         loop = self.controller.loop
         try:
             return self.sim.command_from_joint_state(loop.command_joints, loop.command_torque(output.torque).tolist())

@@ -179,10 +179,17 @@ class ControllerNode(KitNode):
         _effort: Any,
         sec: int,
         nanosec: int,
-    ) -> ControlOutput | None:
-        """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels.
+    ) -> None:
+        """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels."""
+        self.answer(names, positions, velocities, sec, nanosec)
 
-        Returns the output (``None`` when the state was rejected or the controller failed).
+    def answer(
+        self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], sec: int, nanosec: int
+    ) -> ControlOutput | None:
+        """Control one joint state and publish its command and channels; return the output.
+
+        ``None`` when the state was rejected or the controller failed (both logged). The
+        composed graph's simulator calls it with each state it publishes.
         """
         restarts = self.loop.restarts
         try:
@@ -191,7 +198,7 @@ class ControllerNode(KitNode):
             self.get_logger().warning(
                 f"joint state not controlled ({self.loop.rejected} so far): {error}", throttle_duration_sec=WARN_PERIOD
             )
-            return
+            return None
         except Exception as error:  # a controller's own failure must not end the node
             self.failures += 1
             self.get_logger().error(

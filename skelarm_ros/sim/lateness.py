@@ -78,7 +78,7 @@ class StepLateness:
         return int(np.count_nonzero(np.asarray(self.late_ms) < self.period * 1e3))
 
     def percentile(self, share: float) -> float:
-        """The lateness (ms) below which ``share`` percent of the steps came; NaN before any step."""
+        """Return the lateness (ms) below which ``share`` percent of the steps came; NaN before any step."""
         return float(np.percentile(self.late_ms, share)) if self.late_ms else math.nan
 
     def text(self) -> str:
