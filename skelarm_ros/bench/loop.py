@@ -391,7 +391,7 @@ def _spec_args(executable: str, parameters: Mapping[str, object]) -> list[str]:
 
 
 def graph_rate(work: Workspace, arguments: Mapping[str, str], duration: float) -> float:
-    """Steps per second of a lockstep graph as ``skelarm-ros launch sim`` starts it (the graph's description).
+    """Return the steps per second of a lockstep graph as ``skelarm-ros launch sim`` starts it (its description).
 
     The process that ends the graph (the simulator, or the composed process) drives;
     the others (the controller, the recorder) start first and are ended after it.
@@ -399,7 +399,8 @@ def graph_rate(work: Workspace, arguments: Mapping[str, str], duration: float) -
     specs = describe({**arguments, "mode": "lockstep", "duration": str(duration)})
     driver = next(spec for spec in specs if spec.ends_graph)
     others = [(spec.executable, _spec_args(spec.executable, spec.parameters)) for spec in specs if spec is not driver]
-    text = _pair(work, others, (driver.executable, _spec_args(driver.executable, driver.parameters)), 60 + duration * 10)
+    driving = (driver.executable, _spec_args(driver.executable, driver.parameters))
+    text = _pair(work, others, driving, START_TIMEOUT + duration * 10.0)
     rate = _summary(text).time_lines[-1].rate
     return math.nan if rate is None else float(rate)
 
@@ -440,6 +441,11 @@ def composed_lateness(
     return Lateness(int(found["on_time"]), int(found["total"]), float(found["p99"]), float(found["max"]))
 
 
+def _verdict(what: str, value: float, target: float, unit: str) -> str:
+    """Return ``<what> (target <target><unit>): met`` or ``NOT met``."""
+    return f"{what} (target {target:g}{unit}): " + ("met" if value >= target else "NOT met")
+
+
 def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
     """Measure and print the composed graph beside the two-process graph: lockstep alone and recorded, realtime."""
     results: dict[str, float] = {}
@@ -452,25 +458,29 @@ def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
     }
     for _ in range(1 if quick else 2):  # interleaved, so each meets the same load; best of the rounds
         for label, arguments in cases.items():
-            if "record" in arguments:
-                arguments = {**arguments, "record": str(work.folder / f"bag-{next(_domains)}")}
-            results[label] = max(results.get(label, 0.0), graph_rate(work, arguments, duration))
+            given = (
+                {**arguments, "record": str(work.folder / f"bag-{next(_domains)}")}
+                if "record" in arguments
+                else arguments
+            )
+            results[label] = max(results.get(label, 0.0), graph_rate(work, given, duration))
     print(f"composed graph, lockstep, {scenario} (computed torque, fast model), as the launchers start it")
     print(f"{'':48} {'steps/s':>9} {'vs two-process':>15}")
     for label in cases:
         base = results["two-process recorded" if "recorded" in label else "two-process"]
         print(f"{label:<48} {results[label]:>9.0f} {results[label] / base:>14.2f}x")
-    recorded = results["two-process recorded"] / results["two-process"]
-    ratios = (results["composed"] / results["two-process"], results["composed recorded"] / results["two-process recorded"])
-    verdicts = [
-        f"composed alone {ratios[0]:.1f}x (target {COMPOSED_TARGETS['alone']}x): "
-        + ("met" if ratios[0] >= COMPOSED_TARGETS["alone"] else "NOT met"),
-        f"composed recorded {ratios[1]:.1f}x (target {COMPOSED_TARGETS['recorded']}x): "
-        + ("met" if ratios[1] >= COMPOSED_TARGETS["recorded"] else "NOT met"),
-        f"two-process recorded at {recorded:.0%} of unrecorded (target {RECORDED_TARGET:.0%}): "
-        + ("met" if recorded >= RECORDED_TARGET else "NOT met"),
-    ]
-    print("; ".join(verdicts))
+    alone = results["composed"] / results["two-process"]
+    recorded = results["composed recorded"] / results["two-process recorded"]
+    kept = results["two-process recorded"] / results["two-process"]
+    print(
+        "; ".join(
+            (
+                _verdict(f"composed alone {alone:.1f}x", alone, COMPOSED_TARGETS["alone"], "x"),
+                _verdict(f"composed recorded {recorded:.1f}x", recorded, COMPOSED_TARGETS["recorded"], "x"),
+                _verdict(f"two-process recorded at {kept:.0%} of unrecorded", kept * 100, RECORDED_TARGET * 100, "%"),
+            )
+        )
+    )
     seconds = 3.0 if quick else 10.0
     print(
         f"realtime at 1 kHz, {seconds:g} s, beside {BURNERS} CPU-bound processes ({BURN!r}), default scheduling; "
@@ -485,9 +495,7 @@ def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
             late.p99_ms,
             late.max_ms,
         )
-        verdict = "" if floor else f"  target {COMPOSED_ON_TIME_TARGET}%: " + (
-            "met" if late.share >= COMPOSED_ON_TIME_TARGET else "NOT met"
-        )
+        verdict = "" if floor else "  " + _verdict("", late.share, COMPOSED_ON_TIME_TARGET, "%")
         print(f"{label:<48} {late.share:>8.2f}% {late.p99_ms:>9.3f} {late.max_ms:>9.3f}{verdict}")
     return results
 
