@@ -21,6 +21,7 @@ from skelarm_ros.bags.recording import LOST_KEY, STORAGES
 from skelarm_ros.cli.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
 
 rclpy = pytest.importorskip("rclpy")
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.event_handler import QoSSubscriptionEventType  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (  # noqa: E402
@@ -30,6 +31,7 @@ from rclpy.qos import (  # noqa: E402
     ReliabilityPolicy,
     qos_profile_sensor_data,
 )
+from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
@@ -77,10 +79,10 @@ def test_take_waiting_takes_what_a_subscription_holds_without_an_executor(contex
         assert wait_until(lambda: publisher.get_subscription_count() == 1)
         for word in ("one", "two", "three"):
             publisher.publish(String(data=word))
-        assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=10))
+        assert publisher.wait_for_all_acked(Duration(seconds=10))
         taken = []
         while (data := take_waiting(subscription)) is not None:
-            taken.append(rclpy.serialization.deserialize_message(data, String).data)
+            taken.append(deserialize_message(data, String).data)
         assert taken == ["one", "two", "three"]
     finally:
         node.destroy_node()
@@ -114,7 +116,7 @@ def test_a_stop_writes_everything_the_subscriptions_hold_with_the_publishers_qos
             states.publish(JointState(name=["j1"], position=[float(k)]))
         # The latched description reaches a late reader on its own time: the stop writes what arrived.
         for publisher in (states, description):
-            assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+            assert publisher.wait_for_all_acked(Duration(seconds=30))
         recorder.close()
     finally:
         driver.destroy_node()
@@ -294,7 +296,7 @@ def test_recording_survives_stop_and_converts(tmp_path, stop, storage):
                 publisher.publish(msg)
                 published += 1
             executor.spin_once(timeout_sec=0.02)
-        assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+        assert publisher.wait_for_all_acked(Duration(seconds=30))
         proc.send_signal(stop)
         code = proc.wait(timeout=30)
     finally:
