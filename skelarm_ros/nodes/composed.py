@@ -42,7 +42,7 @@ from skelarm_ros.nodes.parameters import leave_to_others
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.nodes.running import run_node, say
-from skelarm_ros.nodes.simulator import SimulatorNode
+from skelarm_ros.nodes.simulator import ACK_TIMEOUT, SimulatorNode
 from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.lateness import StepLateness
 from skelarm_ros.sim.run import start_missing
@@ -228,9 +228,19 @@ class ComposedSimulator(SimulatorNode):
         return f"{super().stop_report()}; controller: {self.controller.progress.summary()}"
 
     def wrap_up(self) -> int:
-        """After the run ended by itself: say the lateness (realtime), then wrap up as the simulator does."""
+        """After the run ended by itself: say the lateness (realtime), wrap up as the simulator does.
+
+        Then wait, as the simulator waits for its states, for every reliable reader to take
+        the controller's last commands and channels (in two processes the controller node
+        was still running then).
+        """
         self._lateness_line()
-        return super().wrap_up()
+        code = super().wrap_up()
+        if code == 0:
+            controller = self.controller
+            publishers = [controller.command_pub, *(publisher for publisher, _ in controller.channel_pubs.values())]
+            self.wait_for_readers(publishers, ACK_TIMEOUT, "the last commands and channels")
+        return code
 
     def destroy_node(self) -> None:
         """Destroy the controller node, then the simulator node."""
