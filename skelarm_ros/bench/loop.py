@@ -421,13 +421,22 @@ class Lateness:
 
 
 def composed_lateness(
-    work: Workspace, scenario: str, dt: float, duration: float, burners: int, *, floor: bool = False
+    work: Workspace,
+    scenario: str,
+    dt: float,
+    duration: float,
+    burners: int,
+    *,
+    floor: bool = False,
+    priority: int = 0,
 ) -> Lateness:
     """Run the composed process in realtime at ``dt`` beside ``burners`` CPU-bound processes; return its lateness.
 
-    With ``floor``, a bare Python loop that only sleeps to the same deadlines runs instead (:func:`sleeper`).
+    With ``floor``, a bare Python loop that only sleeps to the same deadlines runs instead (:func:`sleeper`);
+    ``priority`` is the composed process's ``thread_priority`` (SCHED_FIFO; 0 for default scheduling).
     """
     parameters = {"scenario": scenario, "mode": "realtime", "dt": dt, "duration": duration, "markers_rate": 0.0}
+    parameters["thread_priority"] = priority
     run = ("composed", node_args("composed", parameters))
     if floor:
         run = ("sleeper", ["-m", __name__, "sleeper", "--count", str(round(duration / dt)), "--period", str(dt)])
@@ -487,15 +496,19 @@ def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
         "on time: the step's state out within 1 ms of when it was due"
     )
     print(f"{'':48} {'on time':>9} {'p99 ms':>9} {'max ms':>9}")
-    for label, floor in (("floor: a bare Python loop sleeping to the deadlines", True), ("composed", False)):
-        late = composed_lateness(work, scenario, 0.001, seconds, BURNERS, floor=floor)
-        key = "realtime floor 0.001" if floor else "composed realtime 0.001"
+    runs = (
+        ("floor: a bare Python loop sleeping to the deadlines", True, 0, "realtime floor 0.001"),
+        ("composed", False, 0, "composed realtime 0.001"),
+        (f"composed, thread_priority:={PRIORITY} (SCHED_FIFO)", False, PRIORITY, "composed realtime 0.001 priority"),
+    )
+    for label, floor, priority, key in runs:
+        late = composed_lateness(work, scenario, 0.001, seconds, BURNERS, floor=floor, priority=priority)
         results[f"{key} on time"], results[f"{key} p99 ms"], results[f"{key} max ms"] = (
             late.share,
             late.p99_ms,
             late.max_ms,
         )
-        verdict = "" if floor else "  " + _verdict("", late.share, COMPOSED_ON_TIME_TARGET, "%")
+        verdict = "" if floor or priority else "  " + _verdict("", late.share, COMPOSED_ON_TIME_TARGET, "%")
         print(f"{label:<48} {late.share:>8.2f}% {late.p99_ms:>9.3f} {late.max_ms:>9.3f}{verdict}")
     return results
 
