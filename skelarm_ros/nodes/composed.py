@@ -94,8 +94,8 @@ class ComposedSimulator(SimulatorNode):
     Parameters
     ----------
     **kwargs : Any
-        As for :class:`~skelarm_ros.nodes.simulator.SimulatorNode`; ``context`` and
-        ``parameter_overrides`` go to the controller node too.
+        As for :class:`~skelarm_ros.nodes.simulator.SimulatorNode`; ``context``,
+        ``namespace`` and ``parameter_overrides`` go to the controller node too.
 
     Attributes
     ----------
