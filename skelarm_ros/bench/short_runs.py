@@ -58,36 +58,37 @@ def floor_process(role: str) -> int:
     """One of the floor's two processes: ``state`` sends a JointState once matched, ``answer`` answers it.
 
     Each exits as soon as its part is done: ``state`` when the answer came, ``answer``
-    once it published the answer.
+    once its answer went to a matched reader and was acknowledged (as the simulator's
+    last states are at the end of a run).
     """
     import rclpy
+    from rclpy.duration import Duration
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-    from rclpy.task import Future
     from sensor_msgs.msg import JointState
 
     rclpy.init()
     node = rclpy.create_node(f"short_run_floor_{role}")
     qos = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
-    done: Future = Future()
     outgoing, incoming = (STATE_TOPIC, ANSWER_TOPIC) if role == "state" else (ANSWER_TOPIC, STATE_TOPIC)
     publisher = node.create_publisher(JointState, outgoing, qos)
-
-    def on_message(message: JointState) -> None:
-        if role == "answer":
-            publisher.publish(JointState(header=message.header, name=message.name, effort=message.position))
-        done.set_result(True)
-
-    subscription = node.create_subscription(JointState, incoming, on_message, qos)
+    received: list[JointState] = []
+    subscription = node.create_subscription(JointState, incoming, received.append, qos)
     sent = False
     deadline = time.monotonic() + TIMEOUT
-    while not done.done() and time.monotonic() < deadline:
-        if role == "state" and not sent and publisher.get_subscription_count() and subscription.get_publisher_count():
-            publisher.publish(JointState(name=["j1", "j2"], position=[0.1, 0.2], velocity=[0.0, 0.0]))
-            sent = True
+    while time.monotonic() < deadline and not (received if role == "state" else sent):
+        if not sent and publisher.get_subscription_count() and subscription.get_publisher_count():
+            if role == "state":
+                publisher.publish(JointState(name=["j1", "j2"], position=[0.1, 0.2], velocity=[0.0, 0.0]))
+                sent = True
+            elif received:
+                state = received[0]
+                publisher.publish(JointState(header=state.header, name=state.name, effort=state.position))
+                sent = True
         rclpy.spin_once(node, timeout_sec=0.01)
+    done = bool(received) and sent and (role == "state" or publisher.wait_for_all_acked(Duration(seconds=TIMEOUT)))
     node.destroy_node()
     rclpy.try_shutdown()
-    return 0 if done.done() else 1
+    return 0 if done else 1
 
 
 # -- timing ----------------------------------------------------------------------------------------------
