@@ -120,7 +120,8 @@ class SimulatorNode(KitNode):
             duration=params.duration,
             command_timeout=params.command_timeout,
             lockstep_timeout=params.lockstep_timeout,
-            start_condition=self._need_controller or self.min_subscribers > 0,
+            start_condition=self._need_controller or self.min_subscribers > 0 or params.min_tip_subscribers > 0,
+            settle=params.start_settle,
             answered=self.sim.answered,
             tick_period=self.sim.dt / params.real_time_factor,
         )
@@ -389,6 +390,7 @@ class SimulatorNode(KitNode):
             need_controller=self._need_controller,
             command_topic=self.command_sub.topic_name,
             wrench_topic=self.wrench_sub.topic_name,
+            tip_readers=(self.tip_pub.get_subscription_count(), self.params.min_tip_subscribers),
         )
 
     # -- the end ------------------------------------------------------------------------------------------
