@@ -9,7 +9,6 @@ and a failing controller end the composed process cleanly with the right exit co
 from __future__ import annotations
 
 import importlib
-import time
 import tomllib
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 import procs
 import pytest
 import skelarm
+import waiting
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -92,14 +92,13 @@ def _run(context, cases: dict[str, Path], composed: bool) -> dict[str, tuple[lis
             simulators.append(nodes[0])
             for node in nodes:
                 executor.add_node(node)
-        until = time.monotonic() + procs.START_TIMEOUT + 60.0
-        while not all(node.finished.done() for node in simulators):
-            assert time.monotonic() < until, "the runs did not end"
-            executor.spin_once(timeout_sec=0.05)
+        ended = [node.finished.done for node in simulators]
+        waiting.spin_until(
+            executor, lambda: all(done() for done in ended), procs.START_TIMEOUT + 60.0, "the runs' ends"
+        )
         assert [node.finished.result() for node in simulators] == [0] * len(simulators)
-        until = time.monotonic() + 10.0
-        while time.monotonic() < until and any(len(commands) < STEPS + 1 for _, commands in seen.values()):
-            executor.spin_once(timeout_sec=0.05)
+        # What is still in flight (the tests below say which case misses a message).
+        waiting.spin_wait(executor, lambda: all(len(commands) > STEPS for _, commands in seen.values()), 10.0)
     finally:
         for node in list(executor.get_nodes()):
             executor.remove_node(node)
@@ -195,11 +194,9 @@ def test_ctrl_c_ends_the_composed_process_with_0_and_its_summary(tmp_path):
     log = tmp_path / "composed.log"
     process = procs.start_node("composed", log, {"scenario": "reach", "markers_rate": 0.0})
     try:
-        deadline = time.monotonic() + procs.START_TIMEOUT
-        while "realtime: starting" not in log.read_text() and process.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        time.sleep(0.5)  # a few hundred steps
+        # Stepping for a while: the controller says when the reach got to its target.
+        reached = waiting.wait_until(lambda: "target reached" in log.read_text() or process.poll() is not None, 60.0)
+        assert reached and process.poll() is None, log.read_text()
     finally:
         code = procs.end(process)
     text = log.read_text()

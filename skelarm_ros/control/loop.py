@@ -205,6 +205,11 @@ class ControlLoop:
         self._t = 0.0
         self._pending_target: NDArray[np.float64] | None = None
 
+    @property
+    def last_stamp(self) -> int | None:
+        """The stamp (ns) of the last joint state controlled, ``None`` before the first."""
+        return self._last_stamp
+
     def expected_channels(self) -> dict[str, NDArray[np.float64]]:
         """Return the channels the controller will log, from a trial step on a copy at the initial state.
 

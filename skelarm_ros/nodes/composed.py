@@ -42,7 +42,7 @@ from skelarm_ros.nodes.parameters import leave_to_others
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.nodes.running import run_node, say
-from skelarm_ros.nodes.simulator import ACK_TIMEOUT, SimulatorNode
+from skelarm_ros.nodes.simulator import SimulatorNode
 from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.lateness import StepLateness
 from skelarm_ros.sim.run import start_missing
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from rclpy.node import Node
+    from rclpy.publisher import Publisher
 
     from skelarm_ros.control.loop import ControlOutput
 
@@ -204,7 +205,7 @@ class ComposedSimulator(SimulatorNode):
         return super().on_reset(request, response)
 
     def start_missing(self) -> list[str]:
-        """Return what step 0 still waits for: the ``joint_states`` readers (and a wrench source), not a controller."""
+        """Return what step 0 still waits for: the readers (and a wrench source), not a controller."""
         return start_missing(
             0,
             (),
@@ -214,6 +215,7 @@ class ComposedSimulator(SimulatorNode):
             min_readers=self.min_subscribers,
             need_controller=False,
             wrench_topic=self.wrench_sub.topic_name,
+            tip_readers=(self.tip_pub.get_subscription_count(), self.params.min_tip_subscribers),
         )
 
     # -- the end ---------------------------------------------------------------------------------------
@@ -227,20 +229,19 @@ class ComposedSimulator(SimulatorNode):
         self._lateness_line()
         return f"{super().stop_report()}; controller: {self.controller.progress.summary()}"
 
-    def wrap_up(self) -> int:
-        """After the run ended by itself: say the lateness (realtime), wrap up as the simulator does.
+    def last_publishers(self) -> list[Publisher]:
+        """Return the simulator's publishers and the controller's (its commands and channels) for the end's wait.
 
-        Then wait, as the simulator waits for its states, for every reliable reader to take
-        the controller's last commands and channels (in two processes the controller node
-        was still running then).
+        In two processes the controller node was still running while the simulator waited.
         """
+        controller = self.controller
+        channels = [publisher for publisher, _ in controller.channel_pubs.values()]
+        return [*super().last_publishers(), controller.command_pub, *channels]
+
+    def wrap_up(self) -> int:
+        """After the run ended by itself: say the lateness (realtime), then wrap up as the simulator does."""
         self._lateness_line()
-        code = super().wrap_up()
-        if code == 0:
-            controller = self.controller
-            publishers = [controller.command_pub, *(publisher for publisher, _ in controller.channel_pubs.values())]
-            self.wait_for_readers(publishers, ACK_TIMEOUT, "the last commands and channels")
-        return code
+        return super().wrap_up()
 
     def destroy_node(self) -> None:
         """Destroy the controller node, then the simulator node."""
