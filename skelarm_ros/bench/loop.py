@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skelarm_ros.cli.graph import describe
+from skelarm_ros.cli.transport import graph_environment
 from skelarm_ros.sim.lateness import LATENESS_LINE
 from skelarm_ros.sim.run import SimulatorSummary
 from skelarm_ros.sim.scenario import resolve_scenario
@@ -394,13 +395,20 @@ def graph_rate(work: Workspace, arguments: Mapping[str, str], duration: float) -
     """Return the steps per second of a lockstep graph as ``skelarm-ros launch sim`` starts it (its description).
 
     The process that ends the graph (the simulator, or the composed process) drives;
-    the others (the controller, the recorder) start first and are ended after it.
+    the others (the controller, the recorder) start first and are ended after it. Every
+    process gets the graph's DDS profile, as the launchers give it.
     """
     specs = describe({**arguments, "mode": "lockstep", "duration": str(duration)})
+    outer = work.environment
+
+    def launched(env: dict[str, str]) -> dict[str, str]:  # the graph's DDS profile, as the launchers give it
+        given = env if outer is None else outer(env)
+        return {**given, **graph_environment(given)}
+
     driver = next(spec for spec in specs if spec.ends_graph)
     others = [(spec.executable, _spec_args(spec.executable, spec.parameters)) for spec in specs if spec is not driver]
     driving = (driver.executable, _spec_args(driver.executable, driver.parameters))
-    text = _pair(work, others, driving, START_TIMEOUT + duration * 10.0)
+    text = _pair(Workspace(work.folder, launched), others, driving, START_TIMEOUT + duration * 10.0)
     rate = _summary(text).time_lines[-1].rate
     return math.nan if rate is None else float(rate)
 
