@@ -239,8 +239,10 @@ class ComposedSimulator(SimulatorNode):
         return [*super().last_publishers(), controller.command_pub, *channels]
 
     def wrap_up(self) -> int:
-        """After the run ended by itself: say the lateness (realtime), then wrap up as the simulator does."""
+        """After the run ended by itself: say the lateness (realtime) and the controller's summary, then wrap up."""
         self._lateness_line()
+        if self.controller.progress.commands:
+            self.controller.get_logger().info(f"the run ended; {self.controller.progress.summary()}")
         return super().wrap_up()
 
     def destroy_node(self) -> None:
