@@ -9,7 +9,15 @@ This module imports neither rclpy nor numpy.
 from dataclasses import dataclass
 from typing import Annotated
 
-from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, TIME_REVERSAL_MODES
+from skelarm_ros.interface import (
+    COMMAND_INTERFACES,
+    COMMANDS,
+    CONTROLLER_MODELS,
+    MODEL_ARM,
+    PLAN_FROM,
+    PLAN_FROM_STATE,
+    TIME_REVERSAL_MODES,
+)
 from skelarm_ros.nodes.params.fields import choice, count, number, param
 
 
@@ -55,6 +63,46 @@ class ControllerParams:
             "Pinocchio model for computed torque, inverse-dynamics PD and MPC", details="See [Fast model](#fast-model)."
         ),
     ] = True
+    controller_model: Annotated[
+        str,
+        choice(
+            CONTROLLER_MODELS,
+            "model of computed torque, inverse-dynamics PD and MPC: arm (the scenario's grav_vec, the links' armature "
+            "and friction) or skelarm (skelarm's own, gravity-free)",
+            details="`skelarm` equals `skelarm.run_scenario` offline; both are the same for a scenario without "
+            "gravity and drive keys. See [Driving a real arm](#driving-a-real-arm).",
+        ),
+    ] = MODEL_ARM
+    plan_from: Annotated[
+        str,
+        choice(
+            PLAN_FROM,
+            "a tracking controller's reference starts at the first state it controls (state) or at the scenario's "
+            "initial pose (scenario)",
+            details="From the scenario's very pose both are the same plan (lockstep equals offline). See "
+            "[Driving a real arm](#driving-a-real-arm).",
+        ),
+    ] = PLAN_FROM_STATE
+    soft_start: Annotated[
+        float,
+        number(
+            "the effort limits ramp in from zero over this time at the start of control; 0: none",
+            zero=True,
+            live=True,
+            details="A joint without a limit has its torque scaled by the same ramp. The launch sets 1 s with "
+            "`hardware:=none`.",
+        ),
+    ] = 0.0
+    state_timeout: Annotated[
+        float,
+        number(
+            "no new joint state for this long: one zero command and a warning; 0: never",
+            zero=True,
+            live=True,
+            details="Control resumes with the next state, restarting from it. The launch sets 0 in lockstep "
+            "and in a shadow replay, where nothing holds a command.",
+        ),
+    ] = 0.25
     qos_depth: Annotated[int, count("history depth of joint_states and effort_controller/commands", low=1)] = 10
     reliable_states: Annotated[
         bool,

@@ -1,0 +1,167 @@
+"""Driving a real arm: the controller on a stand-in effort driver that holds the last command it got.
+
+The driver (test/standin_driver.py) has its own joint names, publishes them in its own
+order with a gripper joint that is not the arm's, at 250 Hz, stamped with the wall clock,
+and takes ``effort_controller/commands`` in yet another order, holding the newest. Each
+start is a fresh driver and a fresh controller on a short four-link reach; the driver
+writes every command it received, which the checks read:
+
+- from the scenario's pose, over several starts, no command exceeds twice what the
+  reach needs offline (``skelarm.run_scenario``), and the reach ends within tolerance;
+- from 30 degrees away, the peak is at most twice that of a reach planned from there;
+- a stop (SIGINT, SIGTERM) mid-reach leaves zero torque as the last command;
+- a 1 s gap in the joint states brings a zero command within 0.6 s, then control
+  resumes and the reach ends within tolerance;
+- computed torque on an arm in the vertical plane reaches within tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from pathlib import Path
+
+import numpy as np
+import procs
+import pytest
+import skelarm
+from procs import NS, START_TIMEOUT, stamp_ns
+
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm, load_scenario
+
+pytestmark = pytest.mark.slow
+
+rclpy = pytest.importorskip("rclpy")
+from sensor_msgs.msg import JointState  # noqa: E402
+
+DRIVER = Path(__file__).resolve().with_name("standin_driver.py")
+SCENARIO = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "reach_four_dof_robot.toml"
+ARM_JOINTS = ["turret", "shoulder", "elbow", "wrist"]  # the driver's names, in the arm's joint order
+DRIVER_JOINTS = ["elbow", "turret", "wrist", "shoulder"]  # the order its effort controller takes them in
+GRIPPER = "gripper"
+RATE = 250.0  # Hz, the driver's state rate
+DURATION = 1.0  # s, the reach's planned duration (short, so each start is quick)
+SETTLE = 0.5  # s after the reach's duration before the tip is read
+FAR = [-30.0, 25.0, 0.0, 0.0]  # degrees from the scenario's initial pose (inside the joints' limits)
+GRAVITY = "[0.0, -9.81]"  # an arm in the vertical plane
+STARTS_AT_THE_POSE = 3
+
+
+def scenario(folder: Path, name: str, *, gravity: str = "", initial: list[float] | None = None) -> Path:
+    """The bundled four-link reach, shortened; with gravity, or starting elsewhere, when asked."""
+    text = SCENARIO.read_text().replace("duration = 5.0", f"duration = {DURATION}")
+    if gravity:
+        text = text.replace("[simulator]\n", f"[simulator]\ngrav_vec = {gravity}\n")
+    if initial is not None:
+        text = text.replace("q = [15.0, 15.0, 15.0, 15.0]", f"q = {initial}")
+    path = folder / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def offline_peak(path: Path) -> float:
+    """The largest torque (N*m) the reach needs in skelarm's own run of the scenario."""
+    loaded = load_scenario(path)
+    log = skelarm.run_scenario(loaded, duration=DURATION)
+    return float(np.abs(log.channel("tau")).max())
+
+
+class Start:
+    """One fresh driver and controller, the probe watching the driver's states."""
+
+    def __init__(self, folder: Path, path: Path, driver: dict[str, object], controller: dict[str, object]) -> None:
+        folder.mkdir()
+        self.folder, self.path = folder, path
+        self.commands_log = folder / "commands.txt"
+        namespace = folder.name  # each start its own names, so nothing of an earlier start is heard
+        self.probe = procs.Probe(namespace)
+        self.states: list[JointState] = self.probe.record(JointState, "joint_states", procs.best_effort())
+        driver_parameters = {
+            "scenario": str(path),
+            "arm_joints": ARM_JOINTS,
+            "joints": DRIVER_JOINTS,
+            "rate": RATE,
+            "gripper": GRIPPER,
+            "commands_log": str(self.commands_log),
+            **driver,
+        }
+        self.driver = procs.start_script(
+            DRIVER,
+            folder / "driver.log",
+            "--ros-args",
+            "-r",
+            f"__ns:=/{namespace}",
+            *procs.parameter_args(driver_parameters),
+        )
+        self.probe.spin_until(lambda: len(self.states) > 0, START_TIMEOUT, f"the driver's joint states\n{self.log()}")
+        controller_parameters = {
+            "scenario": str(path),
+            "joint_names": ARM_JOINTS,
+            "command_joints": DRIVER_JOINTS,
+            **controller,
+        }
+        self.controller = procs.start_node(
+            "controller", folder / "controller.log", controller_parameters, namespace=namespace
+        )
+
+    def run_for(self, seconds: float) -> None:
+        """Wait for the first command to move the arm, then until the states are ``seconds`` past it."""
+        states = self.states
+        self.probe.spin_until(self._moving, START_TIMEOUT, "the controller's commands to move the arm")
+        end = stamp_ns(states[-1]) + round(seconds * NS)
+        self.probe.spin_until(lambda: stamp_ns(states[-1]) >= end, START_TIMEOUT, "the end of the run")
+
+    def _moving(self) -> bool:
+        first = self.states[0]
+        return bool(np.any(np.abs(np.array(self.states[-1].position) - np.array(first.position)) > 1e-6))
+
+    def stop(self, signum: int = signal.SIGINT) -> list[tuple[float, np.ndarray]]:
+        """Stop the controller with ``signum``, then the driver; return the commands the driver received."""
+        try:
+            self.controller.send_signal(signum)
+            code = procs.wait_exit(self.controller, 20.0)
+            self.probe.spin_for(0.2)  # the driver takes what is in flight
+        finally:
+            codes = [procs.end(self.controller), procs.end(self.driver)]
+            self.probe.close()
+        assert code == 0 and codes == [0, 0], procs.logs(self.folder)
+        rows = [line.split() for line in self.commands_log.read_text().splitlines() if line.strip()]
+        return [(float(row[0]), np.array([float(value) for value in row[1:]])) for row in rows]
+
+    def tip_error(self) -> float:
+        """How far the tip of the last state is from the task's target (m)."""
+        arm = load_arm(self.path)
+        last = self.states[-1]
+        q = np.array([last.position[list(last.name).index(name)] for name in ARM_JOINTS])
+        tip = ArmEngine(arm.skeleton, arm.dt).endpoint(q)
+        return math.dist(tip, load_scenario(self.path).task.target)
+
+    def log(self) -> str:
+        return procs.logs(self.folder)
+
+
+def peak(commands: list[tuple[float, np.ndarray]]) -> float:
+    return max(float(np.abs(tau).max()) for _, tau in commands)
+
+
+def test_starts_at_the_pose_never_kick_and_a_stop_leaves_zero_torque(tmp_path: Path) -> None:
+    path = scenario(tmp_path, "reach")
+    needed = offline_peak(path)
+    tolerance = load_scenario(path).task.tolerance
+    for index in range(STARTS_AT_THE_POSE):
+        start = Start(tmp_path / f"start{index}", path, {}, {"soft_start": 0.0})
+        midway = index == STARTS_AT_THE_POSE - 1
+        try:
+            start.run_for(DURATION / 2 if midway else DURATION + SETTLE)
+            error = start.tip_error()
+        finally:
+            commands = start.stop(signal.SIGINT if index % 2 == 0 else signal.SIGTERM)
+        first = [tau.round(3).tolist() for _, tau in commands[:4]]
+        assert peak(commands) <= 2.0 * needed, (
+            f"start {index}: peak {peak(commands):.3f} N*m, first {first}\n{start.log()}"
+        )
+        assert not np.any(commands[-1][1]), f"start {index}: the last command was {commands[-1][1]}\n{start.log()}"
+        assert "sent zero torque" in start.log() and "as the last command" in start.log()
+        if not midway:
+            assert error < tolerance, f"start {index}: the tip ended {error:.4f} m from the target\n{start.log()}"
