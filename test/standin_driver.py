@@ -16,6 +16,8 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
 - ``offset`` (degrees per joint) starts the arm that far from the scenario's initial pose;
 - ``gap_at`` / ``gap`` (seconds): that long after the first command, no joint state is
   published for ``gap`` seconds (a hung bus), while the arm goes on under the held command;
+- ``commands_after`` (seconds): commands are taken only that long after the states start
+  (ros2_control spawns the effort controller after the joint state broadcaster);
 - ``commands_log:=path`` writes, at exit, one line per command received: the wall time
   (s since the first state) and the torques in the arm's joint order.
 
@@ -85,14 +87,27 @@ class StandInDriver(Node):
             depth=10, reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
         )
         self.state_pub = self.create_publisher(JointState, "joint_states", qos)
-        if self.interface == "joint_commands":
-            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, qos)
+        self._qos = qos
+        commands_after = float(self.declare_parameter("commands_after", 0.0).value)
+        if commands_after > 0.0:  # as ros2_control spawns the effort controller after the state broadcaster
+            self._later = self.create_timer(
+                commands_after, self._subscribe, clock=Clock(clock_type=ClockType.STEADY_TIME)
+            )
         else:
-            self.create_subscription(Float64MultiArray, "effort_controller/commands", self._on_commands, qos)
+            self._subscribe()
         self.create_timer(1.0 / rate, self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"stand-in driver: joints {joints}, publishing {self.published}, {self.interface} at {rate} Hz"
         )
+
+    def _subscribe(self) -> None:
+        """Take commands from now on (the effort controller is active)."""
+        if self.interface == "joint_commands":
+            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, self._qos)
+        else:
+            self.create_subscription(Float64MultiArray, "effort_controller/commands", self._on_commands, self._qos)
+        if hasattr(self, "_later"):
+            self._later.cancel()
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
         if len(msg.data) != len(self.joints) or not np.isfinite(msg.data).all():

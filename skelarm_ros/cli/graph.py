@@ -526,6 +526,7 @@ def _controller(graph: _Graph) -> NodeSpec:
         # It starts from the bag's first state, as the recorded controller started where the arm was.
         parameters[CONTROLLER.plan_from] = PLAN_FROM_STATE
         parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
+        parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
     else:  # a real arm's driver holds the last command: no kick at the start
         parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
     if graph.command_joints:

@@ -132,6 +132,9 @@ class ControllerNode(KitNode):
             self._readers_matched(wanted, channel_readers) if wanted or channel_readers else None,
             self._released,
         )
+        # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
+        # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
+        self._awaits_reader = params.wait_for_reader and params.min_subscribers == 0
         joints = self.loop.num_joints
         LiveParameters(
             self,
@@ -200,6 +203,8 @@ class ControllerNode(KitNode):
     ) -> None:
         """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels."""
         say(self, self.watch.heard(time.monotonic()))
+        if self._awaits_reader and not self._reader_matched():
+            return
         restarts = self.loop.restarts
         try:
             output = self.loop.control(names, positions, velocities, stamp_to_nanoseconds(sec, nanosec))
@@ -230,6 +235,20 @@ class ControllerNode(KitNode):
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
         say(self, self.progress.controlled(output.t))
+
+    def _reader_matched(self) -> bool:
+        """Whether the command topic has a reader now (said once, as control starts, or while waiting)."""
+        topic = self.command_pub.topic_name
+        if self.command_pub.get_subscription_count() == 0:
+            self.get_logger().info(
+                f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
+                "control starts when it has one",
+                throttle_duration_sec=WAIT_REPORT,
+            )
+            return False
+        self._awaits_reader = False
+        self.get_logger().info(f"{topic} has a reader; control starts with this state")
+        return True
 
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's commands and where the tip was left."""

@@ -103,6 +103,16 @@ class ControllerParams:
             "and in a shadow replay, where nothing holds a command.",
         ),
     ] = 0.25
+    wait_for_reader: Annotated[
+        bool,
+        param(
+            "control no state until the command topic has a reader (a driver's effort controller), so the time line "
+            "starts when commands can arrive",
+            details="States before that are not controlled (nothing is sent, the reference does not run ahead of "
+            "an arm that gets no commands). With `min_subscribers` above 0 its held-back start applies instead. "
+            "The launch sets it false in a shadow replay, whose commands need no reader.",
+        ),
+    ] = True
     qos_depth: Annotated[int, count("history depth of joint_states and effort_controller/commands", low=1)] = 10
     reliable_states: Annotated[
         bool,
