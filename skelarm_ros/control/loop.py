@@ -265,7 +265,7 @@ class ControlLoop:
                 "to run skelarm's model without them"
             )
             raise ValueError(msg)
-        return {"grav_vec": gravity, "drive": None if ideal else drive}
+        return {"grav_vec": gravity if gravity.any() else None, "drive": None if ideal else drive}
 
     def _joint_limits(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         links = self.skeleton.links[1:]
