@@ -519,6 +519,7 @@ def _controller(graph: _Graph) -> NodeSpec:
         parameters[CONTROLLER.min_channel_subscribers] = recorded
         if graph.lockstep:  # the simulator waits for each command: states pause with it, nothing holds torque
             parameters[CONTROLLER.state_timeout] = 0.0
+            parameters[CONTROLLER.zero_on_stop] = False  # a recording ends with the run's own last command
     elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
         parameters[CONTROLLER.reliable_states] = True
         parameters[CONTROLLER.qos_depth] = REPLAY_DEPTH
@@ -527,6 +528,7 @@ def _controller(graph: _Graph) -> NodeSpec:
         parameters[CONTROLLER.plan_from] = PLAN_FROM_STATE
         parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
         parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
+        parameters[CONTROLLER.zero_on_stop] = False
     else:  # a real arm's driver holds the last command: no kick at the start
         parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
     if graph.command_joints:

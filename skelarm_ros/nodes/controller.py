@@ -277,6 +277,8 @@ class ControllerNode(KitNode):
         end of the run, an error that ends the spin), before the node is destroyed. A
         driver that holds the last command then holds zero.
         """
+        if not self.params.zero_on_stop:
+            return
         try:
             self.send_zero()
             unacked = wait_for_acknowledgements([self.command_pub], ZERO_ACK_TIMEOUT, stopped=lambda: False)

@@ -103,6 +103,14 @@ class ControllerParams:
             "and in a shadow replay, where nothing holds a command.",
         ),
     ] = 0.25
+    zero_on_stop: Annotated[
+        bool,
+        param(
+            "publish zero torque as the last command when the node stops (a signal, a launch shutdown, an error)",
+            details="A driver holds the last command it got. The launch sets it false in lockstep and in a shadow "
+            "replay, where no arm holds a command and a recording ends with the run's own last command.",
+        ),
+    ] = True
     wait_for_reader: Annotated[
         bool,
         param(
