@@ -17,12 +17,12 @@ import os
 import re
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from waiting import spin_until
 
 from skelarm_ros.cli.graph import describe
 from skelarm_ros.cli.launcher import plan
@@ -151,19 +151,12 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
                 planned[key].command, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT
             )
 
-    def spin_until(condition: Any, timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                msg = f"timed out after {timeout} s waiting for {what}"
-                raise TimeoutError(msg)
-            executor.spin_once(timeout_sec=0.05)
-
     try:
         # Controllers first, so each answers its arm's first state.
         for namespace in namespaces:
             start((namespace, "controller"))
         spin_until(
+            executor,
             lambda: all(node.count_publishers(f"/{ns}/joint_commands") >= 1 for ns in namespaces),
             START_TIMEOUT,
             "every controller",
@@ -179,7 +172,7 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
                     answered[ns] = _stamp(heard[ns][-1])
             return len(answered) == count
 
-        spin_until(every_arm_answered, START_TIMEOUT, "every arm's first commanded state")
+        spin_until(executor, every_arm_answered, START_TIMEOUT, "every arm's first commanded state")
 
         def graph_known() -> bool:
             return all(
@@ -187,7 +180,7 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
                 for ns in namespaces
             )
 
-        spin_until(graph_known, START_TIMEOUT, "the node names on every arm's topics")
+        spin_until(executor, graph_known, START_TIMEOUT, "the node names on every arm's topics")
         for namespace in namespaces:  # the graph while every arm runs
             topic = f"/{namespace}/joint_states"
             run = runs[namespace]
@@ -198,6 +191,7 @@ def run_arms(count: int, folder: Path, *, scenario: str = "reach") -> list[ArmRu
             run.command_publishers = _nodes(node.get_publishers_info_by_topic(f"/{namespace}/joint_commands"))
         length = round(duration * NS)
         spin_until(
+            executor,
             lambda: all(_stamp(heard[ns][-1]) >= answered[ns] + length for ns in namespaces),
             START_TIMEOUT + 20.0 * duration * count,
             "every reach to have had its time",

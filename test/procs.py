@@ -11,10 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from waiting import spin_for, spin_until, spin_wait
 
 NS = 1_000_000_000
 START_TIMEOUT = 60.0  # wall seconds for processes to come up and find each other on a loaded machine
@@ -101,16 +102,6 @@ def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int | None:
         return None
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, poll: float = 0.002) -> bool:
-    """Whether ``condition()`` holds within ``timeout`` seconds, asked every ``poll`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(poll)
-    return True
-
-
 def catches(pid: int, signum: int) -> bool:
     """Whether the process ``pid`` runs a handler of its own for ``signum`` (its ``SigCgt`` mask, from /proc)."""
     try:
@@ -177,25 +168,15 @@ class Probe:
 
     def spin_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
         """Spin until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-            self.executor.spin_once(timeout_sec=0.05)
+        spin_until(self.executor, condition, timeout, what)
 
     def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
         """Spin until ``condition()`` holds or ``timeout`` seconds pass; return whether it held."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return True
-            self.executor.spin_once(timeout_sec=0.05)
-        return condition()
+        return spin_wait(self.executor, condition, timeout)
 
     def spin_for(self, seconds: float) -> None:
         """Spin for a while (taking what is in flight), not waiting for anything in particular."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
+        spin_for(self.executor, seconds)
 
     def call(self, client: Any, request: Any, timeout: float = 10.0) -> Any:
         """Call a service and return its answer."""

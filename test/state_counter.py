@@ -12,13 +12,14 @@ arrived or ``TIMEOUT`` seconds passed; print ``STATES <all> <commanded>``; exit 
 
 from __future__ import annotations
 
+import contextlib
 import sys
-import time
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from waiting import spin_wait
 
 
 def main(topic: str, count: int, timeout: float) -> int:
@@ -33,12 +34,8 @@ def main(topic: str, count: int, timeout: float) -> int:
     node.create_subscription(JointState, topic, take, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    deadline = time.monotonic() + timeout
-    try:
-        while seen[1] < count and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-    except KeyboardInterrupt:
-        pass
+    with contextlib.suppress(KeyboardInterrupt):
+        spin_wait(executor, lambda: seen[1] >= count, timeout)
     print(f"STATES {seen[0]} {seen[1]}", flush=True)
     node.destroy_node()
     rclpy.try_shutdown()

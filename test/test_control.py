@@ -425,7 +425,7 @@ def test_channel_columns():
 
 
 def _reach_until(loop: ControlLoop, engine: ArmEngine, target, seconds: float) -> float:
-    _drive(loop, engine, round(seconds / loop.dt), origin_ns=loop._last_stamp + 1 if loop._last_stamp else 0)
+    _drive(loop, engine, round(seconds / loop.dt), origin_ns=loop.last_stamp + 1 if loop.last_stamp else 0)
     return float(np.linalg.norm(engine.endpoint(engine.q) - np.asarray(target)))
 
 
@@ -468,7 +468,7 @@ def test_a_target_published_again_and_again_is_not_new(scenario, shared_scenario
     news = []
     for _ in range(60):
         news.append(loop.set_target("base", *(goal + 1e-7)))  # the same point, to within the tolerance
-        _drive(loop, engine, every, origin_ns=loop._last_stamp + 1)
+        _drive(loop, engine, every, origin_ns=loop.last_stamp + 1)
     assert news == [True] + [False] * 59
     assert loop.restarts == 1
     assert float(np.linalg.norm(engine.endpoint(engine.q) - goal)) < 0.03

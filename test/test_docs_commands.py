@@ -9,7 +9,10 @@ The convention the pages follow (the README's "Development" section says it too)
 - An HTML comment on the line before a fence (not shown on the rendered page) changes
   that: ``<!-- docs-test: skip REASON -->`` leaves the block out and says why (two hosts
   at once, a bag of your own, ...); ``<!-- docs-test: file NAME -->`` on a ``toml`` block
-  saves it as NAME in the page's folder, as the page asks the reader to.
+  saves it as NAME in the page's folder, as the page asks the reader to;
+  ``<!-- docs-test: same PAGE -->`` on a ``bash`` block that repeats commands of another page
+  (the README's summary of a workflow ``docs/`` walks through) runs them once, there: every
+  command of the block must be one of PAGE's, word for word (a fast test checks it).
 - Some commands are not run here wherever they stand (:func:`not_run`, each with its
   reason): the quick start's own ``make`` targets and the test suite (CI runs them), the
   benchmarks (minutes of measuring: ``make bench``), ``export`` (a reader's shell
@@ -314,7 +317,8 @@ def problems(page: Path) -> list[str]:
         if marker and index + 1 not in fence_lines:
             found.append(f"{page.relative_to(REPO)}:{index + 1}: a docs-test marker must be the line before a fence")
         elif line.lstrip().startswith("<!--") and "docs-test" in line and not marker:
-            found.append(f"{page.relative_to(REPO)}:{index + 1}: write a marker as <!-- docs-test: skip|file ... -->")
+            where = f"{page.relative_to(REPO)}:{index + 1}"
+            found.append(f"{where}: write a marker as <!-- docs-test: skip|file|same ... -->")
     for block in blocks(page):
         where = f"{page.relative_to(REPO)}:{block.line}"
         if block.language not in LANGUAGES:
@@ -324,15 +328,36 @@ def problems(page: Path) -> list[str]:
             )
         if block.marker:
             kind, value = block.marker
-            if kind not in ("skip", "file") or not value:
-                found.append(f"{where}: a marker is `skip REASON` or `file NAME`, not '{kind} {value}'")
+            if kind not in ("skip", "file", "same") or not value:
+                found.append(f"{where}: a marker is `skip REASON`, `file NAME` or `same PAGE`, not '{kind} {value}'")
             elif kind == "file" and (block.language == "bash" or "/" in value):
                 found.append(f"{where}: `file` saves a toml or text block under a plain file name")
+            elif kind == "same":
+                found.extend(same_problems(block, value))
         if block.language != "bash" or (block.marker and block.marker[0] == "skip"):
             continue
         for command in commands(block):
             found.extend(command_problems(command))
     return found
+
+
+def runs_here(block: Block) -> bool:
+    """Whether the docs test runs a block's commands on its own page (a ``bash`` block, not marked skip or same)."""
+    return block.language == "bash" and not (block.marker and block.marker[0] in ("skip", "same"))
+
+
+def same_problems(block: Block, page_name: str) -> list[str]:
+    """What keeps a block marked ``same PAGE`` from being run there instead: a command PAGE does not run."""
+    where = f"{block.page.relative_to(REPO)}:{block.line}"
+    page = REPO / page_name
+    if block.language != "bash" or page not in PAGES or page == block.page:
+        return [f"{where}: `same` marks a bash block whose commands another page runs (README.md or docs/NAME.md)"]
+    there = {command.words for other in blocks(page) if runs_here(other) for command in commands(other)}
+    return [
+        f"{command.where}: `{command.text}` is not one of {page_name}'s commands; write it as there, or drop the marker"
+        for command in commands(block)
+        if not not_run(command) and command.words not in there
+    ]
 
 
 def command_problems(command: Command) -> list[str]:
@@ -481,6 +506,22 @@ def start(command: Command, folder: Path, number: int) -> Started:
     return Started(command, process, log, runs_until_stopped(command))
 
 
+def test_a_block_marked_same_runs_on_the_other_page_only_as_written_there() -> None:
+    import dataclasses
+
+    marked = [block for page in PAGES for block in blocks(page) if block.marker and block.marker[0] == "same"]
+    assert marked, "no page marks a block `same PAGE`"
+    block = marked[0]
+    assert same_problems(block, block.marker[1]) == []
+    first = commands(block)[0]
+    changed = dataclasses.replace(block, text=block.text.replace(first.text, f"{first.text} --an-option-of-its-own"))
+    assert same_problems(changed, block.marker[1]) == [
+        f"{first.where}: `{first.text} --an-option-of-its-own` is not one of {block.marker[1]}'s commands; "
+        "write it as there, or drop the marker"
+    ]
+    assert "another page runs" in same_problems(block, str(block.page.relative_to(REPO)))[0]
+
+
 def run_page(page: Path, folder: Path) -> list[str]:
     """Run a page's blocks in order in ``folder``; return what was not run, with the reasons."""
     (folder / ".docs-test").mkdir()
@@ -495,6 +536,9 @@ def run_page(page: Path, folder: Path) -> list[str]:
                 continue
             if kind == "file":
                 (folder / value).write_text(block.text + "\n", encoding="utf-8")  # as the page asks
+                continue
+            if kind == "same":
+                skipped.append(f"{page.relative_to(REPO)}:{block.line}: block: its commands run in {value}")
                 continue
             if block.language != "bash":
                 continue
@@ -563,11 +607,6 @@ def test_the_page_runs_as_written(page: Path, quick_start: Path, tmp_path: Path)
     skipped = run_page(page, folder)
     for line in skipped:
         print("not run:", line)
-    ran = any(
-        not not_run(command)
-        for block in blocks(page)
-        if block.language == "bash" and not (block.marker and block.marker[0] == "skip")
-        for command in commands(block)
-    )
+    ran = any(not not_run(command) for block in blocks(page) if runs_here(block) for command in commands(block))
     if not ran and skipped:
         pytest.skip("; ".join(skipped))

@@ -9,7 +9,6 @@ with another controller the same force arrives at the same times.
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import numpy as np
 import procs
 import pytest
 import rclpy
+import waiting
 from geometry_msgs.msg import WrenchStamped
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -68,12 +68,8 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         node.create_subscription(WrenchStamped, "tip_wrench", heard.add_wrench, KEEP_ALL),
     ]
 
-    def spin_until(condition, deadline: float, what: str) -> None:
-        while not condition():
-            if time.monotonic() > deadline:
-                logs = {path.name: path.read_text() for path in tmp_path.glob("*.log")}
-                pytest.fail(f"timed out waiting for {what}; logs: {logs}")
-            executor.spin_once(timeout_sec=0.05)
+    def spin_until(condition, timeout: float, what: str) -> None:
+        waiting.spin_until(executor, condition, timeout, what, details=lambda: f"logs:\n{procs.logs(tmp_path)}")
 
     names = ("simulator", "controller", "force_replay")
     processes: list[subprocess.Popen] = []
@@ -90,8 +86,7 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
             tmp_path / "simulator.log",
         )
         processes.append(simulator)
-        start = time.monotonic()
-        spin_until(lambda: subscriptions[0].get_publisher_count() > 0, start + START_TIMEOUT, "the simulator")
+        spin_until(lambda: subscriptions[0].get_publisher_count() > 0, START_TIMEOUT, "the simulator")
         processes.append(
             _start(
                 "controller",
@@ -114,11 +109,11 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
                 tmp_path / "force_replay.log",
             )
         )
-        deadline = time.monotonic() + START_TIMEOUT + frames * 0.05
-        spin_until(lambda: len(heard.states) >= frames or simulator.poll() is not None, deadline, "the run")
-        spin_until(lambda: len(heard.states) >= frames, time.monotonic() + 10.0, f"{frames} states")
+        run_timeout = START_TIMEOUT + frames * 0.05
+        spin_until(lambda: len(heard.states) >= frames or simulator.poll() is not None, run_timeout, "the run")
+        spin_until(lambda: len(heard.states) >= frames, 10.0, f"{frames} states")
         # Topics are not ordered with one another: the last step's wrench may trail the final state.
-        spin_until(lambda: len(heard.wrenches) >= frames - 1, time.monotonic() + 10.0, "every step's wrench")
+        spin_until(lambda: len(heard.wrenches) >= frames - 1, 10.0, "every step's wrench")
         assert simulator.wait(timeout=30.0) == 0, (tmp_path / "simulator.log").read_text()
     finally:
         for subscription in subscriptions:
@@ -153,10 +148,11 @@ def check_motion(heard: Replay, reference) -> None:
     np.testing.assert_allclose(effort[1:], reference.channel("tau")[:-1], rtol=0.0, atol=TOLERANCE)
 
 
-@pytest.fixture
-def recorded(tmp_path: Path):
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory):
+    """The offline pushed reach both tests replay, run once: its log and the file it is saved in."""
     log = run_reach(scripted_push, duration=DURATION)
-    path = tmp_path / "push.sklog.npz"
+    path = tmp_path_factory.mktemp("recorded") / "push.sklog.npz"
     log.save(path)
     return log, path
 

@@ -167,6 +167,14 @@ def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
     recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
     assert recorded["simulator"].parameters["min_subscribers"] == 2
     assert by_executable({"extra_readers": "2"})["simulator"].parameters["min_subscribers"] == 3
+    # The recorder's tip reader is counted too; with every reader counted step 0 does not settle.
+    assert recorded["simulator"].parameters["min_tip_subscribers"] == 1
+    assert by_executable({})["simulator"].parameters["min_tip_subscribers"] == 0
+    assert recorded["simulator"].parameters["start_settle"] == 0.0
+    push = tmp_path / "push.csv"
+    push.write_text("t,fx,fy\n0.0,0,0\n", encoding="utf-8")
+    for uncounted in ({"extra_readers": "1"}, {"rviz": "true"}, {"force_source": str(push)}, {"use_sim_time": "true"}):
+        assert "start_settle" not in by_executable(uncounted)["simulator"].parameters, uncounted  # the default
     prioritised = by_executable({"thread_priority": "50"})
     assert prioritised["simulator"].parameters["thread_priority"] == 50
     assert prioritised["controller"].parameters["thread_priority"] == 50

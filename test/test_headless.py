@@ -142,7 +142,12 @@ def test_deferred_functions_give_what_scipy_gives() -> None:
 
 
 def test_a_scenario_runs_the_same_through_the_lazy_package_as_through_skelarm_itself(tmp_path: Path) -> None:
-    scenario = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "reach_four_dof_robot.toml"
+    # The bundled four-joint reach, one simulated second of it: the two ways of importing run the same steps.
+    bundled = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "reach_four_dof_robot.toml"
+    text = bundled.read_text(encoding="utf-8")
+    assert "\nduration = 5.0 " in text
+    scenario = tmp_path / bundled.name
+    scenario.write_text(text.replace("\nduration = 5.0 ", "\nduration = 1.0 "), encoding="utf-8")
     run = (
         "import numpy as np, sys, warnings\n"
         "warnings.simplefilter('ignore')\n"

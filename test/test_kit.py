@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import signal
-import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from stand_ins import StandIn
+from waiting import spin_wait
 
 from skelarm_ros.interface import check_effort_limits
 from skelarm_ros.nodes import spinning
@@ -175,9 +175,7 @@ def test_an_incompatible_peer_is_named_once_with_the_fix(context: Any) -> None:
         peers.endpoint = subscription
         best_effort = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         driver.create_publisher(JointState, "joint_states", best_effort)
-        deadline = time.monotonic() + 20.0
-        while not peers.said and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
+        spin_wait(executor, lambda: bool(peers.said), 20.0)
         assert len(peers.said) == 1, peers.said
         assert peers.said[0].startswith("the publisher /driver of /joint_states cannot match this node's QoS (")
         assert peers.said[0].endswith("; publish joint_states reliably")

@@ -156,7 +156,7 @@ def test_a_log_converted_with_its_scenario_is_plotted_with_the_target_and_the_di
     code, err = run(plot.main, [str(log), "-o", str(tmp_path / "with_task.png")])
     assert code == 0 and "note:" not in err, err
     loaded = plot.load_log(log)
-    skeleton, goals = plot._arm_and_goals(loaded, None)
+    skeleton, goals = plot.arm_and_goals(loaded, None)
     figure = plot.plot_log(loaded, skeleton=skeleton, goals=goals)
     assert "Tip distance to the target" in [ax.get_title() for ax in figure.axes]
 

@@ -15,6 +15,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from waiting import spin_until
 
 from skelarm_ros.bags.replay import PlayError, PlayOptions, ReaderWait
 from skelarm_ros.nodes.player import PlayerNode, PlayerSettings, parse_arguments, split_arguments
@@ -45,10 +46,7 @@ class Rig:
         return got
 
     def spin_until(self, condition, what: str, timeout: float = DEADLINE) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            self.executor.spin_once(timeout_sec=0.02)
+        spin_until(self.executor, condition, timeout, what, period=0.02)
 
     def call(self, name: str) -> Trigger.Response:
         client = self.probe.create_client(Trigger, f"/player/{name}")

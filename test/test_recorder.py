@@ -21,6 +21,7 @@ from skelarm_ros.bags.recording import LOST_KEY, STORAGES
 from skelarm_ros.cli.graph import ARGUMENTS, RECORD_STORAGES, GraphError, describe
 
 rclpy = pytest.importorskip("rclpy")
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.event_handler import QoSSubscriptionEventType  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (  # noqa: E402
@@ -30,26 +31,20 @@ from rclpy.qos import (  # noqa: E402
     ReliabilityPolicy,
     qos_profile_sensor_data,
 )
+from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
+from waiting import wait_until  # noqa: E402
 
 from skelarm_ros.nodes.recorder import Recorder, take_waiting  # noqa: E402
 
 KEEP_ALL = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+WAIT = 30.0  # wall seconds for discovery and the recorder's thread on a loaded machine
 
 
 def metadata(folder: Path) -> dict:
     return YAML(typ="safe").load((folder / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-
-
-def wait_until(condition, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 # -- the launch argument ---------------------------------------------------------------------------------
@@ -74,13 +69,13 @@ def test_take_waiting_takes_what_a_subscription_holds_without_an_executor(contex
     try:
         subscription = node.create_subscription(String, "words", lambda _data: None, KEEP_ALL, raw=True)
         publisher = node.create_publisher(String, "words", KEEP_ALL)
-        assert wait_until(lambda: publisher.get_subscription_count() == 1)
+        assert wait_until(lambda: publisher.get_subscription_count() == 1, WAIT)
         for word in ("one", "two", "three"):
             publisher.publish(String(data=word))
-        assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=10))
+        assert publisher.wait_for_all_acked(Duration(seconds=10))
         taken = []
         while (data := take_waiting(subscription)) is not None:
-            taken.append(rclpy.serialization.deserialize_message(data, String).data)
+            taken.append(deserialize_message(data, String).data)
         assert taken == ["one", "two", "three"]
     finally:
         node.destroy_node()
@@ -108,13 +103,13 @@ def test_a_stop_writes_everything_the_subscriptions_hold_with_the_publishers_qos
             recorder.discover()
             return set(recorder.recorded) == {"/arm1/joint_states", "/arm1/tip", "/arm1/robot_description"}
 
-        assert wait_until(subscribed), "the recorder did not subscribe to the three topics"
-        assert wait_until(lambda: states.get_subscription_count() == 1)
+        assert wait_until(subscribed, WAIT), "the recorder did not subscribe to the three topics"
+        assert wait_until(lambda: states.get_subscription_count() == 1, WAIT)
         for k in range(3000):  # more than the keep-last 1000 the recorder once had, never taken before the stop
             states.publish(JointState(name=["j1"], position=[float(k)]))
         # The latched description reaches a late reader on its own time: the stop writes what arrived.
         for publisher in (states, description):
-            assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+            assert publisher.wait_for_all_acked(Duration(seconds=30))
         recorder.close()
     finally:
         driver.destroy_node()
@@ -144,7 +139,7 @@ def test_a_recorder_subscribes_keep_all_with_its_publishers_reliability(context,
             recorder.discover()
             return len(recorder.recorded) == 2
 
-        assert wait_until(both)
+        assert wait_until(both, WAIT)
         for name, reliability in (("/joint_states", "BEST_EFFORT"), ("/joint_commands", "RELIABLE")):
             info = next(i for i in recorder.get_subscriptions_info_by_topic(name) if i.node_name == "recorder")
             assert info.qos_profile.reliability.name == reliability
@@ -178,7 +173,7 @@ def test_the_recorder_keeps_its_own_graph_s_controller_channels_not_another_stac
             recorder.discover()
             return others <= recorder.ignored and len(recorder.recorded) == 2
 
-        assert wait_until(discovered), (recorder.recorded, recorder.ignored)
+        assert wait_until(discovered, WAIT), (recorder.recorded, recorder.ignored)
         assert set(recorder.recorded) == {"/controller/equilibrium", "/controller/stiffness"}
     finally:
         recorder.close()
@@ -207,14 +202,14 @@ def test_a_recording_that_cannot_write_ends_the_run_with_code_1_and_says_why(con
             recorder.discover()
             return states.get_subscription_count() == 1
 
-        assert wait_until(subscribed)
+        assert wait_until(subscribed, WAIT)
 
         def failed() -> bool:
             states.publish(JointState(name=["j1"], position=[0.0]))
             recorder.drain(0.1)
             return recorder.finished.done()
 
-        assert wait_until(failed), "the run did not end when the bag could not be written"
+        assert wait_until(failed, WAIT), "the run did not end when the bag could not be written"
         assert recorder.finished.result() == 1
     finally:
         recorder.close()
@@ -294,7 +289,7 @@ def test_recording_survives_stop_and_converts(tmp_path, stop, storage):
                 publisher.publish(msg)
                 published += 1
             executor.spin_once(timeout_sec=0.02)
-        assert publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+        assert publisher.wait_for_all_acked(Duration(seconds=30))
         proc.send_signal(stop)
         code = proc.wait(timeout=30)
     finally:

@@ -6,7 +6,6 @@ import json
 import sqlite3
 import struct
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from rosbags.interfaces import QosDurability, QosHistory, QosReliability
 from rosbags.rosbag2 import Reader, Writer
 from rosbags.typesys import Stores, get_typestore
 from ruamel.yaml import YAML
+from waiting import wait_until
 
 from skelarm_ros.bags import recording
 from skelarm_ros.bags.reader import open_bag
@@ -33,6 +33,7 @@ INFINITE = 2**63 - 1
 STORE = get_typestore(Stores.ROS2_JAZZY)
 JOINT_STATE = "sensor_msgs/msg/JointState"
 JOINT_STATE_HASH = str(STORE.hash_rihs01(JOINT_STATE))
+WAIT = 10.0  # wall seconds for the writer thread to reach the state a test waits for
 
 
 def offer(*, reliable: bool = True, latched: bool = False) -> OfferedQos:
@@ -51,15 +52,6 @@ def state_bytes(k: int) -> bytes:
         effort=np.zeros(2),
     )
     return bytes(STORE.serialize_cdr(message, JOINT_STATE))
-
-
-def wait_until(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def read_metadata(folder: Path) -> dict:
@@ -171,7 +163,7 @@ def test_the_queue_makes_a_put_wait_while_full_and_hands_items_on_in_order():
     putter = threading.Thread(target=put_third)
     putter.start()
     try:
-        assert wait_until(lambda: queue.waiting == 1), "the third put did not wait for room"
+        assert wait_until(lambda: queue.waiting == 1, WAIT), "the third put did not wait for room"
         assert not done.is_set()
         items, closed = queue.take(1.0)
         assert [item[1] for item in items] == [1, 2] and not closed
@@ -198,7 +190,7 @@ def test_an_item_larger_than_the_queue_goes_in_alone_and_a_failure_wakes_a_waiti
 
     putter = threading.Thread(target=put)
     putter.start()
-    assert wait_until(lambda: queue.waiting == 1)
+    assert wait_until(lambda: queue.waiting == 1, WAIT)
     queue.fail(OSError(28, "No space left on device"))
     putter.join(10.0)
     assert not putter.is_alive() and "No space left on device" in str(errors[0])
@@ -301,7 +293,7 @@ def test_sqlite3_storage_commits_while_recording(tmp_path):
             return int(db.execute("SELECT count(*) FROM messages").fetchone()[0])
 
     try:
-        assert wait_until(lambda: committed() == 50), "the 50 messages were not committed"
+        assert wait_until(lambda: committed() == 50, WAIT), "the 50 messages were not committed"
         assert not (tmp_path / "bag" / "metadata.yaml").exists()
     finally:
         rec.close()
@@ -324,7 +316,7 @@ def test_a_full_queue_makes_write_wait_and_loses_nothing(tmp_path, monkeypatch):
     writes = threading.Thread(target=lambda: [rec.write(topic, k, state_bytes(k)) for k in range(20)])
     writes.start()
     try:
-        assert wait_until(lambda: rec._queue.waiting == 1), "write did not wait for the full queue"
+        assert wait_until(lambda: rec.writes_waiting == 1, WAIT), "write did not wait for the full queue"
     finally:
         gate.set()
         writes.join(30.0)
@@ -353,7 +345,7 @@ def test_a_writer_that_fails_makes_write_raise_and_close_say_so(tmp_path, monkey
             return True
         return False
 
-    assert wait_until(refused)
+    assert wait_until(refused, WAIT)
     summary = rec.close()
     assert "No space left on device" in summary.error
     assert summary.line().startswith(f"bag {rec.path} is incomplete: ")

@@ -35,9 +35,10 @@ if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
         allow_module_level=True,
     )
 
-import procs  # noqa: E402
 from conftest import installed_share  # noqa: E402
+from procs import catches  # noqa: E402
 from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
+from waiting import wait_until  # noqa: E402
 
 from skelarm_ros.cli.graph import GraphError, resolve_arguments  # noqa: E402
 from skelarm_ros.cli.launcher import failure  # noqa: E402
@@ -112,7 +113,7 @@ def nodes_take_signals(launch: Ros2Launch) -> bool:
     millisecond between Python's SIGINT handler and those lines, Python itself still says KeyboardInterrupt.)
     """
     pids = launch.node_pids()
-    return len(pids) == 2 and all(procs.catches(pid, signal.SIGTERM) for pid in pids.values())
+    return len(pids) == 2 and all(catches(pid, signal.SIGTERM) for pid in pids.values())
 
 
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "noninteractive"])
@@ -125,7 +126,7 @@ def test_a_ctrl_c_ends_ros2_launch_with_0_and_no_traceback(tmp_path, moment: str
         if moment == "while sim.launch.py loads":
             assert launch.wait_for_line(LOADING, START_DEADLINE), launch.output()
         elif moment == "while the nodes import":
-            assert procs.wait_until(lambda: nodes_take_signals(launch), START_DEADLINE), launch.output()
+            assert wait_until(lambda: nodes_take_signals(launch), START_DEADLINE), launch.output()
             assert not launch.wait_for_line(STARTING, 0.0), "the nodes were running already"
         else:
             assert launch.wait_for_line(STARTING, START_DEADLINE), launch.output()

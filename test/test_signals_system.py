@@ -30,6 +30,7 @@ from pathlib import Path
 
 import procs
 import pytest
+from waiting import wait_until
 
 from skelarm_ros.bags.log_to_bag import log_to_bag
 from skelarm_ros.sim.engine import ArmEngine, run_controlled
@@ -75,9 +76,8 @@ def interrupted(command: list[str], delay: float, index: int, cwd: Path, *, bloc
         )
     try:
         if not blocked:
-            deadline = time.monotonic() + procs.START_TIMEOUT
-            while not handles_sigterm(process.pid) and time.monotonic() < deadline:
-                time.sleep(0.005)  # polling /proc for the moment the handlers are in place
+            # polling /proc for the moment the handlers are in place
+            wait_until(lambda: handles_sigterm(process.pid), procs.START_TIMEOUT, poll=0.005)
         time.sleep(delay)
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=30.0)

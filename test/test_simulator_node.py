@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from stand_ins import StandIn
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
+from waiting import spin_wait
 
 from skelarm_ros.interface import seconds_to_stamp
 from skelarm_ros.nodes import simulator
@@ -408,9 +409,7 @@ def test_robot_description_is_latched(context: rclpy.Context) -> None:
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(probe)
     try:
-        deadline = time.monotonic() + 10.0
-        while not got and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.1)
+        spin_wait(executor, lambda: bool(got), 10.0, period=0.1)
         assert got and '<joint name="j1" type="revolute">' in got[0]
     finally:
         executor.shutdown()

@@ -499,6 +499,11 @@ class Recording:
         """The most bytes the write queue held at once."""
         return self._queue.peak_bytes
 
+    @property
+    def writes_waiting(self) -> int:
+        """Calls of :meth:`write` waiting now for room in the full write queue."""
+        return self._queue.waiting
+
     def close(self) -> RecordingSummary:
         """Write everything queued, close the bag (``metadata.yaml``) and stop the writer thread.
 

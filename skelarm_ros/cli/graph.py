@@ -501,6 +501,11 @@ def _simulator(graph: _Graph) -> NodeSpec:
         SIMULATOR.wait_for_controller: graph.controller,
         SIMULATOR.thread_priority: graph.priority,
     }
+    # The recorder's tip reader too; with every reader counted, step 0 needs no time for uncounted ones to come.
+    parameters[SIMULATOR.min_tip_subscribers] = int(bool(graph.record))
+    uncounted = int(graph.values["extra_readers"]) or graph.force_source or graph.use_sim_time
+    if not uncounted and not _flag(graph.values, "rviz"):
+        parameters[SIMULATOR.start_settle] = 0.0
     return graph.node("simulator", {**parameters, **graph.naming}, ends_graph=graph.duration > 0.0)
 
 

@@ -11,7 +11,9 @@ launch file turns into ``launch_ros`` actions, and start as processes:
   index; an optional node whose executable is not installed is reported and left out;
 - each with ``--ros-args -r __node:=<name> [-r __ns:=/<namespace>] --params-file
   <file> [-r from:=to ...]``, the parameters written to a temporary YAML file;
-- each process's output forwarded line by line, prefixed with ``[<node>]``.
+- each process's output forwarded line by line, prefixed with ``[<node>]``;
+- each with the graph's Fast DDS profile (:func:`skelarm_ros.cli.transport.graph_environment`),
+  as ``sim.launch.py`` gives it too, unless the user has a profile of their own.
 
 The launcher stops every node (SIGINT, then SIGTERM, then SIGKILL, each after a
 timeout) on Ctrl-C or SIGTERM, when a node fails, and when a node that ends the
@@ -41,6 +43,7 @@ from typing import IO, TYPE_CHECKING
 import yaml
 
 from skelarm_ros.cli.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
+from skelarm_ros.cli.transport import graph_environment
 from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
@@ -275,7 +278,7 @@ class Runner:
         stream.close()
 
     def _start(self, planned: Planned) -> _Process:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **graph_environment(os.environ))
         with started_blocked() if planned.own else contextlib.nullcontext():
             popen = self._popen(planned, env)
         assert popen.stdout is not None

@@ -395,8 +395,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _arm_and_goals(log: skelarm.StateLog, scenario: str | Path | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
-    """Return the skeleton and targets: the log's own first, then ``--scenario``'s."""
+def arm_and_goals(log: skelarm.StateLog, scenario: str | Path | None) -> tuple[skelarm.Skeleton | None, list[Goal]]:
+    """Return the arm and the targets to draw: the log's own first, then ``scenario``'s.
+
+    Parameters
+    ----------
+    log : skelarm.StateLog
+        The loaded log; its embedded arm and ``source_config`` task come first.
+    scenario : str or Path or None
+        A scenario (name or file) that gives what the log lacks (``--scenario``), or ``None``.
+
+    Returns
+    -------
+    tuple
+        The skeleton (``None`` when neither gives one) and the goals (empty when neither gives a task).
+    """
     skeleton = None
     with contextlib.suppress(ValueError, TypeError, KeyError):  # no embedded skeleton
         skeleton = log.build_skeleton()
@@ -455,7 +468,7 @@ def draw(log_path: str | Path, output: Path, *, scenario: str | Path | None = No
     """
     try:
         log = load_log(log_path)
-        skeleton, goals = _arm_and_goals(log, scenario)
+        skeleton, goals = arm_and_goals(log, scenario)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN stretches of a bag's log
             figure = plot_log(log, skeleton=skeleton, goals=goals, title=Path(log_path).name)

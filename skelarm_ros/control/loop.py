@@ -273,6 +273,11 @@ class ControlLoop:
         upper = np.array([link.prop.qmax for link in links], dtype=np.float64)
         return lower, upper
 
+    @property
+    def last_stamp(self) -> int | None:
+        """The stamp (ns) of the last joint state controlled, ``None`` before the first."""
+        return self._last_stamp
+
     def expected_channels(self) -> dict[str, NDArray[np.float64]]:
         """Return the channels the controller will log, from a trial step on a copy at the initial state.
 

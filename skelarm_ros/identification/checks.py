@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import CONSTANT_TOLERANCE, GAP_FACTOR
+from skelarm_ros.identification.data import CONSTANT_TOLERANCE
+from skelarm_ros.identification.signals import GAP_FACTOR
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

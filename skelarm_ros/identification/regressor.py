@@ -50,7 +50,7 @@ import numpy as np
 import pinocchio as pin
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import check_cutoff, lowpass
+from skelarm_ros.identification.signals import check_cutoff, lowpass
 from skelarm_ros.sim.engine import ArmEngine, build_model
 from skelarm_ros.sim.scenario import JointDrive
 

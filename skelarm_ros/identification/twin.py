@@ -29,7 +29,7 @@ import skelarm
 from skelarm.recording import dump_toml
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import GAP_FACTOR, lowpass
+from skelarm_ros.identification.signals import GAP_FACTOR, lowpass
 from skelarm_ros.outputs import agg_figure
 from skelarm_ros.sim.engine import build_model
 

@@ -185,7 +185,7 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
     arrays["time"] = (timeline.stamps - origin) / NANOSECONDS
     effort = _effort(plan, header, from_commands=commands is not None)
     if measured:
-        effort["measured"] = {"channel": "measured_effort", "topic": plan.joint_topic, "timing": "applied_until_frame"}
+        effort["measured"] = {"channel": "measured_effort", "topic": plan.joint_topic, "timing": APPLIED_UNTIL_FRAME}
     return Aligned(arrays, channel_meta, effort, used, masked, timeline.stamps, origin, timeline.fallbacks)
 
 
