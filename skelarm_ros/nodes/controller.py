@@ -262,9 +262,12 @@ class ControllerNode(KitNode):
         else:
             self.command_pub.publish(Float64MultiArray(data=zero))
 
-    def check_states(self) -> None:
-        """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next."""
-        said = self.watch.check(time.monotonic())
+    def check_states(self, now: float | None = None) -> None:
+        """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next.
+
+        ``now`` is the monotonic time (s) to judge at; ``None`` for the clock's.
+        """
+        said = self.watch.check(time.monotonic() if now is None else now)
         if said:
             self.send_zero()
             self.loop.hold()
