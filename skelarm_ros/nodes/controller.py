@@ -108,7 +108,12 @@ class ControllerNode(KitNode):
         self.failures = 0
         self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
-        state_qos = newest(params.qos_depth, reliable=params.reliable_states)
+        # On a driver (no readers to wait for, control waits for a command reader) only the newest joint state is
+        # kept: a state that waited in a queue while the node started, or fell behind, never anchors the time line
+        # (its age would be the reference's head start over the arm, the kick at the start).
+        on_driver = params.wait_for_reader and params.min_subscribers == 0
+        state_depth = 1 if on_driver else params.qos_depth
+        state_qos = newest(state_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
         topic = COMMAND_TOPICS[params.command_interface]
@@ -134,7 +139,7 @@ class ControllerNode(KitNode):
         )
         # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
         # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
-        self._awaits_reader = params.wait_for_reader and params.min_subscribers == 0
+        self._awaits_reader = on_driver
         joints = self.loop.num_joints
         LiveParameters(
             self,

@@ -121,7 +121,15 @@ class ControllerParams:
             "The launch sets it false in a shadow replay, whose commands need no reader.",
         ),
     ] = True
-    qos_depth: Annotated[int, count("history depth of joint_states and effort_controller/commands", low=1)] = 10
+    qos_depth: Annotated[
+        int,
+        count(
+            "history depth of joint_states and effort_controller/commands",
+            low=1,
+            details="On a driver (`wait_for_reader` with `min_subscribers` 0) joint_states keeps only the newest "
+            "state (see [Driving a real arm](#driving-a-real-arm)).",
+        ),
+    ] = 10
     reliable_states: Annotated[
         bool,
         param(
