@@ -63,6 +63,9 @@ def test_no_state_is_controlled_before_the_command_topic_has_a_reader(make_node)
     held = make_node(StandIn(readers=0), min_subscribers=1)  # beside a simulator: the held-back start instead
     feed(held, 1)
     assert held.loop.last_stamp == 1
+    # On a driver only the newest state waits to be controlled: no old one starts the time line.
+    assert node.state_input.subscription.qos_profile.depth == 1
+    assert held.state_input.subscription.qos_profile.depth == 10
 
 
 def test_stale_states_give_one_zero_command_and_the_next_state_restarts(make_node):
