@@ -104,15 +104,11 @@ class Start:
         )
 
     def run_for(self, seconds: float) -> None:
-        """Wait for the first command to move the arm, then until the states are ``seconds`` past it."""
+        """Wait until the controller starts controlling, then until the driver's states are ``seconds`` past it."""
         states = self.states
-        self.probe.spin_until(self._moving, START_TIMEOUT, "the controller's commands to move the arm")
+        self.probe.spin_until(lambda: self.said("control starts with this state"), START_TIMEOUT, "control to start")
         end = stamp_ns(states[-1]) + round(seconds * NS)
         self.probe.spin_until(lambda: stamp_ns(states[-1]) >= end, START_TIMEOUT, "the end of the run")
-
-    def _moving(self) -> bool:
-        first = self.states[0]
-        return bool(np.any(np.abs(np.array(self.states[-1].position) - np.array(first.position)) > 1e-6))
 
     def stop(self, signum: int = signal.SIGINT) -> list[tuple[float, np.ndarray]]:
         """Stop the controller with ``signum``, then the driver; return the commands the driver received."""
