@@ -125,6 +125,7 @@ class ControllerNode(KitNode):
             event_callbacks=readers.publisher_events(),
         )
         readers.endpoint = self.command_pub
+        self._command_topic: str = self.command_pub.topic_name or topic  # as said in the log (a stand-in has none)
         # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and efforts written into a template.
         self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
@@ -243,7 +244,7 @@ class ControllerNode(KitNode):
 
     def _reader_matched(self) -> bool:
         """Whether the command topic has a reader now (said once, as control starts, or while waiting)."""
-        topic = self.command_pub.topic_name
+        topic = self._command_topic
         if self.command_pub.get_subscription_count() == 0:
             self.get_logger().info(
                 f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
@@ -295,7 +296,7 @@ class ControllerNode(KitNode):
             return
         # A reader acknowledges at the writer's next heartbeat (up to seconds apart), not per message.
         later = f" (not acknowledged by every reader within {ZERO_ACK_TIMEOUT:g} s)" if unacked else ""
-        self.get_logger().info(f"sent zero torque on {self.command_pub.topic_name} as the last command{later}")
+        self.get_logger().info(f"sent zero torque on {self._command_topic} as the last command{later}")
 
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""
