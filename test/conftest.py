@@ -100,6 +100,12 @@ except ImportError:  # pragma: no cover - hypothesis is a test dependency
 os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="skelarm-ros-log-"))
+# Nodes the tests start themselves get the DDS profile both launchers give a graph's nodes (docs/launch.md),
+# so their ends wait for acknowledgements 0.1 s apart, not Fast DDS's default 3 s; test_short_run_system.py
+# checks a run with a user's own profile as well.
+os.environ.setdefault(
+    "FASTRTPS_DEFAULT_PROFILES_FILE", str(Path(__file__).resolve().parents[1] / "config" / "fastdds_graph.xml")
+)
 
 
 @contextlib.contextmanager
