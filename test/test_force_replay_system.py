@@ -97,7 +97,12 @@ def replay_run(
                 _start(
                     "controller",
                     # As the launch runs it in lockstep: every state is answered, so none may be lost.
-                    {"scenario": scenario, "command_interface": "joint_commands", "reliable_states": True},
+                    {
+                        "scenario": scenario,
+                        "command_interface": "joint_commands",
+                        "reliable_states": True,
+                        "state_timeout": 0.0,
+                    },
                     tmp_path / "controller.log",
                 )
             )

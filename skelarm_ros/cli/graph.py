@@ -32,6 +32,7 @@ from skelarm_ros.interface import (
     JOINT_STATES,
     LOCKSTEP,
     MODES,
+    PLAN_FROM_STATE,
     TARGET,
     check_choice,
     check_count,
@@ -60,6 +61,7 @@ PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"
 REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
 REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
+HARDWARE_SOFT_START = 1.0  # seconds the controller's effort limits ramp in over on a real arm's driver
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
 ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
@@ -539,10 +541,20 @@ def _controller(graph: _Graph) -> NodeSpec:
         # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
         parameters[CONTROLLER.min_subscribers] = 1 + recorded
         parameters[CONTROLLER.min_channel_subscribers] = recorded
+        if graph.lockstep:  # the simulator waits for each command: states pause with it, nothing holds torque
+            parameters[CONTROLLER.state_timeout] = 0.0
+            parameters[CONTROLLER.zero_on_stop] = False  # a recording ends with the run's own last command
     elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
         parameters[CONTROLLER.reliable_states] = True
         parameters[CONTROLLER.qos_depth] = REPLAY_DEPTH
         parameters[CONTROLLER.min_subscribers] = parameters[CONTROLLER.min_channel_subscribers] = recorded
+        # It starts from the bag's first state, as the recorded controller started where the arm was.
+        parameters[CONTROLLER.plan_from] = PLAN_FROM_STATE
+        parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
+        parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
+        parameters[CONTROLLER.zero_on_stop] = False
+    else:  # a real arm's driver holds the last command: no kick at the start
+        parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
