@@ -170,6 +170,10 @@ def test_a_recorder_and_a_late_reader_see_every_topic_of_the_composed_graph(tmp_
     launch = Launch("namespace:=arm1", "compose:=true", "duration:=3.0", f"record:={bag}")
     try:
         assert launch.wait_for_line("realtime: starting", START_DEADLINE), launch.output()
+        # The graph's waits count readers: the late reader comes after the recorder has every topic, or it
+        # could be the reader the controller's channels were held back for, and the recorder would miss their start.
+        for topic in ("effort_controller/commands", "controller/error", "controller/q_ref"):
+            assert launch.wait_for_line(f"recording '/arm1/{topic}'", 10.0), launch.output()
         probe.spin_until(lambda: probe.node.count_publishers("/arm1/markers") > 0, 10.0, "the markers publisher")
         late = _late_reader(probe, "arm1")
         probe.spin_until(lambda: all(late.values()) or launch.process.poll() is not None, 20.0, "every topic")
