@@ -16,6 +16,7 @@ for (Ctrl-C) ends with exit code 0 whenever it comes.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -76,6 +77,7 @@ with interrupts_held(LOADING):
 
     from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
     from skelarm_ros.cli.launcher import failure, node_label
+    from skelarm_ros.cli.transport import graph_environment
 
 # Launch configurations that launch and launch_ros keep for themselves (PushRosNamespace, SetRemap,
 # SetParameter, emulate_tty) and those ros2 launch's --launch-prefix options add: not arguments.
@@ -107,11 +109,12 @@ def node_action(spec: NodeSpec) -> Node:
     return Node(
         package=spec.package,
         executable=spec.executable,
-        name=spec.name,
+        name=spec.name or None,  # none: the nodes keep their own names (the composed process runs two)
         namespace=spec.namespace or None,
         parameters=[dict(spec.parameters)],
         remappings=list(spec.remappings),
         arguments=list(spec.arguments),
+        additional_env=graph_environment(os.environ),  # the graph's Fast DDS profile, as skelarm-ros launch gives it
         output="screen",
     )
 

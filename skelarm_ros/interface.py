@@ -83,6 +83,16 @@ MODES = (REALTIME, LOCKSTEP)
 
 TIME_REVERSAL_MODES = ("reset", "reject")
 """``time_reversal`` values: what a joint state stamped earlier than the one before does to the controller."""
+PLAN_FROM_STATE = "state"
+PLAN_FROM_SCENARIO = "scenario"
+PLAN_FROM = (PLAN_FROM_STATE, PLAN_FROM_SCENARIO)
+"""``plan_from`` values: a tracking controller's reference starts at the first state it controls, or at the
+scenario's initial pose (docs/controller.md, "Driving a real arm")."""
+MODEL_ARM = "arm"
+MODEL_SKELARM = "skelarm"
+CONTROLLER_MODELS = (MODEL_ARM, MODEL_SKELARM)
+"""``controller_model`` values: the model-based controllers' model has the scenario's gravity and the twin's
+armature and friction (``arm``), or is skelarm's own, gravity-free one (``skelarm``)."""
 
 # -- controller channels --------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 NODES = {
     "simulator": "skelarm_ros.nodes.simulator:main",
     "controller": "skelarm_ros.nodes.controller:main",
+    "composed": "skelarm_ros.nodes.composed:main",
     "force_replay": "skelarm_ros.nodes.force_replay:main",
     "recorder": "skelarm_ros.nodes.recorder:main",
     "player": "skelarm_ros.nodes.player:main",

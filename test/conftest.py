@@ -137,6 +137,12 @@ if _xdist_worker or "ROS_DOMAIN_ID" not in os.environ:
 if _xdist_worker or "ROS_LOG_DIR" not in os.environ:
     os.environ["ROS_LOG_DIR"] = tempfile.mkdtemp(prefix="skelarm-ros-log-")
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+# Nodes the tests start themselves get the DDS profile both launchers give a graph's nodes (docs/launch.md),
+# so their ends wait for acknowledgements 0.1 s apart, not Fast DDS's default 3 s; test_short_run_system.py
+# checks a run with a user's own profile as well.
+os.environ.setdefault(
+    "FASTRTPS_DEFAULT_PROFILES_FILE", str(Path(__file__).resolve().parents[1] / "config" / "fastdds_graph.xml")
+)
 
 
 @contextlib.contextmanager

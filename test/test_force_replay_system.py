@@ -55,8 +55,13 @@ class Replay:
         self.wrenches[stamp] = (msg.wrench.force.x, msg.wrench.force.y)
 
 
-def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: str) -> Replay:
-    """Run simulator, controller and force_replay on ``scenario`` until the simulator ends; return what was heard."""
+def replay_run(
+    tmp_path: Path, scenario: Path, source: Path, frames: int, mode: str, *, composed: bool = False
+) -> Replay:
+    """Run simulator, controller and force_replay on ``scenario`` until the simulator ends; return what was heard.
+
+    ``composed``: the simulator and the controller as one process (``compose:=true``).
+    """
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("probe", context=context)
@@ -71,11 +76,11 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
     def spin_until(condition, timeout: float, what: str) -> None:
         waiting.spin_until(executor, condition, timeout, what, details=lambda: f"logs:\n{procs.logs(tmp_path)}")
 
-    names = ("simulator", "controller", "force_replay")
+    names = ("composed", "force_replay") if composed else ("simulator", "controller", "force_replay")
     processes: list[subprocess.Popen] = []
     try:
         simulator = _start(
-            "simulator",
+            names[0],
             {
                 "scenario": scenario,
                 "mode": "lockstep",
@@ -83,18 +88,24 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
                 "wait_for_wrench": True,
                 "duration": DURATION,
             },
-            tmp_path / "simulator.log",
+            tmp_path / f"{names[0]}.log",
         )
         processes.append(simulator)
         spin_until(lambda: subscriptions[0].get_publisher_count() > 0, START_TIMEOUT, "the simulator")
-        processes.append(
-            _start(
-                "controller",
-                # As the launch runs it in lockstep: every state is answered, so none may be lost.
-                {"scenario": scenario, "command_interface": "joint_commands", "reliable_states": True},
-                tmp_path / "controller.log",
+        if not composed:
+            processes.append(
+                _start(
+                    "controller",
+                    # As the launch runs it in lockstep: every state is answered, so none may be lost.
+                    {
+                        "scenario": scenario,
+                        "command_interface": "joint_commands",
+                        "reliable_states": True,
+                        "state_timeout": 0.0,
+                    },
+                    tmp_path / "controller.log",
+                )
             )
-        )
         processes.append(
             _start(
                 "force_replay",
@@ -109,7 +120,7 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         spin_until(lambda: len(heard.states) >= frames, 10.0, f"{frames} states")
         # Topics are not ordered with one another: the last step's wrench may trail the final state.
         spin_until(lambda: len(heard.wrenches) >= frames - 1, 10.0, "every step's wrench")
-        assert simulator.wait(timeout=30.0) == 0, (tmp_path / "simulator.log").read_text()
+        assert simulator.wait(timeout=30.0) == 0, (tmp_path / f"{names[0]}.log").read_text()
     finally:
         for subscription in subscriptions:
             node.destroy_subscription(subscription)
@@ -117,7 +128,7 @@ def replay_run(tmp_path: Path, scenario: Path, source: Path, frames: int, mode: 
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
-    assert codes == [0, 0, 0], {name: (tmp_path / f"{name}.log").read_text() for name in names}
+    assert codes == [0] * len(names), {name: (tmp_path / f"{name}.log").read_text() for name in names}
     assert "the recorded force starts acting" in (tmp_path / "force_replay.log").read_text()
     return heard
 
@@ -158,6 +169,13 @@ def test_replaying_a_recorded_push_gives_the_recorded_motion_back(recorded, tmp_
     assert np.abs(forces).max() > 1.0, "the scripted push did not act"
     heard = replay_run(tmp_path, resolve_scenario("reach"), path, len(log), mode="stepped")
     check_forces(heard, log.times, forces)
+    check_motion(heard, log)
+
+
+def test_the_composed_graph_replays_a_recorded_push_as_the_two_processes_do(recorded, tmp_path: Path) -> None:
+    log, path = recorded
+    heard = replay_run(tmp_path, resolve_scenario("reach"), path, len(log), mode="stepped", composed=True)
+    check_forces(heard, log.times, log.channel("ext_force"))
     check_motion(heard, log)
 
 

@@ -34,6 +34,7 @@ ARGUMENT_SETS = [
     {"controller": "false", "duration": "1", "rviz": "true"},
     {"scenario": "reach_four_dof_robot", "record": "/tmp/reach_bag", "mode": "lockstep"},
     {"hardware": "none", "joint_names": "shoulder,elbow", "command_joints": "elbow,shoulder", "rviz": "true"},
+    {"compose": "true", "mode": "lockstep", "namespace": "arm1", "record": "/tmp/reach_bag"},
 ]
 
 
@@ -49,6 +50,7 @@ def test_every_argument_has_a_default_and_a_description():
         "namespace",
         "hardware",
         "controller",
+        "compose",
         "force_source",
         "force_topic",
         "record",
@@ -167,9 +169,32 @@ def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
     recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
     assert recorded["simulator"].parameters["min_subscribers"] == 2
     assert by_executable({"extra_readers": "2"})["simulator"].parameters["min_subscribers"] == 3
+    # The recorder's tip reader is counted too; with every reader counted step 0 does not settle.
+    assert recorded["simulator"].parameters["min_tip_subscribers"] == 1
+    assert by_executable({})["simulator"].parameters["min_tip_subscribers"] == 0
+    assert recorded["simulator"].parameters["start_settle"] == 0.0
+    push = tmp_path / "push.csv"
+    push.write_text("t,fx,fy\n0.0,0,0\n", encoding="utf-8")
+    for uncounted in ({"extra_readers": "1"}, {"rviz": "true"}, {"force_source": str(push)}, {"use_sim_time": "true"}):
+        assert "start_settle" not in by_executable(uncounted)["simulator"].parameters, uncounted  # the default
     prioritised = by_executable({"thread_priority": "50"})
     assert prioritised["simulator"].parameters["thread_priority"] == 50
     assert prioritised["controller"].parameters["thread_priority"] == 50
+
+
+def test_compose_runs_simulator_and_controller_as_one_process_keeping_their_names(tmp_path):
+    specs = by_executable({"compose": "true", "record": str(tmp_path / "bag"), "extra_readers": "1"})
+    assert set(specs) == {"composed", "recorder"}
+    composed = specs["composed"]
+    assert composed.name == "" and composed.ends_graph is False
+    separate = by_executable({"record": str(tmp_path / "bag"), "extra_readers": "1"})
+    shared = {**separate["controller"].parameters, **separate["simulator"].parameters}
+    assert composed.parameters.keys() == shared.keys()
+    # The simulator waits for the recorder and the outside reader only; the controller's channels for the recorder.
+    assert composed.parameters["min_subscribers"] == 2
+    assert composed.parameters["min_channel_subscribers"] == 1
+    assert composed.parameters["wait_for_controller"] is False
+    assert by_executable({"compose": "true", "duration": "2"})["composed"].ends_graph is True
 
 
 def test_use_sim_time_reaches_every_node():
@@ -201,6 +226,8 @@ def test_use_sim_time_reaches_every_node():
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,b", "command_joints": "b,c"}, "command_joints ['b', 'c'] must list the same joints"),
         ({"record": "/"}, "record '/' exists already; give a bag folder to create that does not exist yet"),
+        ({"compose": "true", "hardware": "none"}, "compose:=true runs the simulator and its controller in one"),
+        ({"compose": "true", "controller": "false"}, "compose:=true runs the simulator and its controller in one"),
         ({"record": "/no/such/dir/bag"}, "record: the folder '/no/such/dir' of '/no/such/dir/bag' does not exist"),
     ],
 )
@@ -246,7 +273,7 @@ def launcher_nodes(arguments, tmp_path):
         words = item.command
         ros = words.index("--ros-args")
         rules = [words[i + 1] for i in range(ros, len(words)) if words[i] == "-r"]
-        name = next(rule.split(":=")[1] for rule in rules if rule.startswith("__node:="))
+        name = next((rule.split(":=")[1] for rule in rules if rule.startswith("__node:=")), "")
         namespace = next((rule.split(":=")[1] for rule in rules if rule.startswith("__ns:=")), "")
         document = yaml.safe_load(Path(words[words.index("--params-file") + 1]).read_text())
         remaps = [tuple(rule.split(":=")) for rule in rules if not rule.startswith("__")]
@@ -254,6 +281,7 @@ def launcher_nodes(arguments, tmp_path):
             package, executable, extra = PACKAGE, words[4], words[5:ros]
         else:
             package, executable, extra = Path(words[0]).parent.name, Path(words[0]).name, words[1:ros]
+        name = name or executable  # a process whose nodes keep their own names (the composed graph)
         found.append(
             (
                 package,
@@ -312,7 +340,10 @@ def launch_file_nodes(arguments):
             for rules in yaml.load(Path(path).read_text(), Loader=_ParamsLoader).values():
                 parameters |= rules["ros__parameters"]
         namespace = node.expanded_node_namespace if node.expanded_node_namespace.startswith("/") else ""
-        full_name = f"{namespace.rstrip('/')}/{node._Node__expanded_node_name}"
+        name = node._Node__expanded_node_name
+        if name == Node.UNSPECIFIED_NODE_NAME:  # the composed process: its nodes keep their own names
+            name = node.node_executable
+        full_name = f"{namespace.rstrip('/')}/{name}"
 
         def exited(code, node=node):
             return ProcessExited(action=node, name=node.name, cmd=[], cwd=None, env=None, pid=1, returncode=code)
@@ -360,7 +391,7 @@ def test_launcher_command_lines_carry_exactly_the_description(arguments, tmp_pat
         assert words[: len(start)] == start
         assert words[len(start) : ros] == list(spec.arguments)
         rules = [words[i + 1] for i in range(ros, len(words)) if words[i] == "-r"]
-        assert f"__node:={spec.name}" in rules
+        assert [rule for rule in rules if rule.startswith("__node:=")] == [f"__node:={spec.name}"] * bool(spec.name)
         assert (f"__ns:=/{spec.namespace}" in rules) == bool(spec.namespace)
         assert [tuple(rule.split(":=")) for rule in rules if not rule.startswith("__")] == list(spec.remappings)
         document = yaml.safe_load(Path(words[words.index("--params-file") + 1]).read_text())

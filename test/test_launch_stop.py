@@ -24,6 +24,7 @@ import pytest
 
 from skelarm_ros.cli.graph import describe
 from skelarm_ros.cli.launcher import failure
+from skelarm_ros.cli.transport import PROFILES_FILE_VARIABLE, USER_PROFILE_VARIABLES, graph_profile
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "sim.launch.py"
 
@@ -256,3 +257,15 @@ def test_another_sigint_handler_is_left_alone(launch) -> None:
         assert (heard, noted.interrupted) == ([signal.SIGINT], False)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_every_node_gets_the_graphs_fast_dds_profile_as_skelarm_ros_launch_gives_it(launch, monkeypatch) -> None:
+    for variable in (*USER_PROFILE_VARIABLES, "RMW_IMPLEMENTATION"):
+        monkeypatch.delenv(variable, raising=False)
+    module = load()
+    nodes = [action for action in module.graph_actions(context()) if type(action).__name__ == "Node"]
+    assert nodes
+    assert all(node.kwargs["additional_env"] == {PROFILES_FILE_VARIABLE: str(graph_profile())} for node in nodes)
+    monkeypatch.setenv(USER_PROFILE_VARIABLES[0], "/home/me/my_profile.xml")  # a user's own: left alone
+    nodes = [action for action in module.graph_actions(context()) if type(action).__name__ == "Node"]
+    assert all(node.kwargs["additional_env"] == {} for node in nodes)

@@ -12,6 +12,7 @@ import pytest
 
 from skelarm_ros.cli.graph import NodeSpec
 from skelarm_ros.cli.launcher import LaunchError, Planned, Runner, main, parse_assignments, plan
+from skelarm_ros.cli.transport import PROFILES_FILE_VARIABLE, USER_PROFILE_VARIABLES, graph_profile
 
 # A stand-in node: says hello, exits with `code` after `life` seconds, and on SIGINT says so and
 # exits 0 (or, with ignore, keeps running). `python -S` keeps it quick to start.
@@ -146,3 +147,13 @@ def test_a_bare_launch_says_what_to_name(capsys):
         "skelarm-ros launch: name the launch file (sim), for example: "
         "skelarm-ros launch sim mode:=lockstep duration:=2.0\n"
     )
+
+
+def test_every_node_gets_the_graphs_fast_dds_profile(monkeypatch, tmp_path):
+    for variable in (*USER_PROFILE_VARIABLES, "RMW_IMPLEMENTATION"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)  # no DEFAULT_FASTRTPS_PROFILES.xml here
+    show = f"import os; print('profile', os.environ.get('{PROFILES_FILE_VARIABLE}'), flush=True)"
+    code, lines = run([Planned("simulator", [sys.executable, "-S", "-c", show], ends_graph=True)])
+    assert code == 0
+    assert f"[simulator] profile {graph_profile()}" in lines

@@ -59,7 +59,10 @@ def test_lockstep_run_equals_the_offline_run(path, shared_scenarios, probe, tmp_
         processes.append(simulator)
         probe.spin_until(lambda: probe.node.count_publishers("joint_states") > 0, START_TIMEOUT, "the simulator")
         controller = procs.start_node(
-            "controller", tmp_path / "controller.log", {"scenario": path, "command_interface": "joint_commands"}
+            "controller",
+            tmp_path / "controller.log",
+            # As the launch runs it in lockstep: a stall of the simulator is no stale arm.
+            {"scenario": path, "command_interface": "joint_commands", "state_timeout": 0.0},
         )
         processes.append(controller)
         timeout = START_TIMEOUT + frames * 0.05
@@ -108,7 +111,12 @@ def test_an_mpc_lockstep_run_stays_within_its_stated_distance_of_the_offline_run
             procs.start_node(
                 "controller",
                 tmp_path / "controller.log",
-                {"scenario": scenario, "command_interface": "joint_commands", "reliable_states": True},
+                {
+                    "scenario": scenario,
+                    "command_interface": "joint_commands",
+                    "reliable_states": True,
+                    "state_timeout": 0.0,
+                },
             )
         )
         probe.spin_until(lambda: len(states) >= frames, START_TIMEOUT + 60.0, f"{frames} states")

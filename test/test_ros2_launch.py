@@ -204,13 +204,16 @@ def test_an_unknown_argument_stops_the_launch_before_any_node_starts():
     assert not launch.node_pids(), launch.output()
 
 
-def test_a_run_that_ends_with_its_duration_exits_0():
-    launch = Ros2Launch("namespace:=arm1", "mode:=lockstep", "duration:=1.0")
+@pytest.mark.parametrize("compose", [False, True], ids=["two-processes", "composed"])
+def test_a_run_that_ends_with_its_duration_exits_0(compose: bool):
+    launch = Ros2Launch("namespace:=arm1", "mode:=lockstep", "duration:=1.0", f"compose:={str(compose).lower()}")
     code = run(launch, START_DEADLINE + 60.0)
     assert code == 0, launch.output()
     assert "ran 500 steps (1 s simulated)" in launch.output()
     assert not [line for line in launch.lines if line.startswith("[ERROR]")], launch.output()
-    assert_nothing_left(launch, {"simulator", "controller"})
+    if compose:  # one process, both nodes under their own names, the controller's summary at the end
+        assert "[arm1.controller]: the run ended; sent 501 commands" in launch.output(), launch.output()
+    assert_nothing_left(launch, {"composed"} if compose else {"simulator", "controller"})
 
 
 INCLUDER = """

@@ -296,6 +296,14 @@ def test_the_start_also_waits_for_readers_the_graph_does_not_know_yet() -> None:
     assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2) == []
 
 
+def test_the_start_waits_for_a_recorders_tip_reader_when_told_to() -> None:
+    # Its joint_states reader is matched a moment before its tip reader: step 0's tip would go to no one.
+    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2, tip_readers=(0, 1)) == [
+        "tip readers matched (0 of 1)"
+    ]
+    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2, tip_readers=(1, 1)) == []
+
+
 def test_realtime_waiting_for_readers_only_needs_no_controller() -> None:
     assert start_missing(0, set(), ["/recorder"], 1, min_readers=1, need_controller=False) == []
     assert start_missing(0, set(), [], 0, min_readers=1, need_controller=False) == [

@@ -310,13 +310,22 @@ class WriteQueue:
             self._items.append(item)
             self._bytes += size
             self.peak_bytes = max(self.peak_bytes, self._bytes)
-            if len(self._items) == 1:
+            if self._half_full():
                 self._ready.notify_all()
 
+    def _half_full(self) -> bool:
+        return 2 * self._bytes >= self.max_bytes
+
     def take(self, timeout: float) -> tuple[list[tuple[int, int, Any]], bool]:
-        """Return every queued item (waiting up to ``timeout`` s for one) and whether the queue was closed."""
+        """Return every queued item and whether the queue was closed, after ``timeout`` s or once half full.
+
+        The writer takes in batches: a message stream does not wake it for every
+        message (each wake-up is a thread switch and a turn of the interpreter lock
+        taken from the thread that takes the messages), only when half the bound is
+        queued, when the queue is closed, or after ``timeout``.
+        """
         with self._ready:
-            if not self._items and not self._closed:
+            if not self._half_full() and not self._closed:
                 self._ready.wait(timeout)
             items = list(self._items)
             self._items.clear()

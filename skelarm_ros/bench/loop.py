@@ -34,11 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skelarm_ros.cli.graph import describe
+from skelarm_ros.cli.transport import graph_environment
+from skelarm_ros.sim.lateness import LATENESS_LINE
 from skelarm_ros.sim.run import SimulatorSummary
 from skelarm_ros.sim.scenario import resolve_scenario
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from rclpy.executors import Executor
     from rclpy.qos import QoSProfile
@@ -53,6 +56,12 @@ REALTIME_CASES: tuple[tuple[str, str, dict[str, object] | None], ...] = (
     ("virtual_spring_damper, 2 links", "reach", {"type": "virtual_spring_damper"}),
     ("adaptive_shaping, 2 links", "reach", {"type": "adaptive_shaping"}),
 )
+COMPOSED_SCENARIO = "reach_four_dof_robot"  # the composed graph's figures: 4 links, the fast computed torque
+COMPOSED_TARGETS = {"alone": 5.0, "recorded": 1.5}  # composed lockstep / two-process lockstep, at least
+RECORDED_TARGET = 0.8  # two-process lockstep recorded / unrecorded, at least
+COMPOSED_ON_TIME_TARGET = 99.9  # % of 1 kHz steps on time by the wall clock, two CPU-bound processes beside
+BURNERS = 2  # CPU-bound processes beside the realtime composed run
+BURN = "while True: pass"
 START_TIMEOUT = 60.0  # s for processes to start and find each other
 PRIORITY = 50  # thread_priority of the realtime runs with SCHED_FIFO, as ros2_control's default
 _domains = itertools.count()
@@ -70,7 +79,7 @@ def _environment(log_dir: Path) -> dict[str, str]:
     return env
 
 
-def _start(args: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _start(args: Sequence[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as stream:
         return subprocess.Popen([sys.executable, *args], env=env, stdout=stream, stderr=subprocess.STDOUT)
 
@@ -236,6 +245,22 @@ def pong(executor_kind: str, raw: bool = False) -> int:
     return 0
 
 
+def sleeper(count: int, period: float) -> int:
+    """Sleep to each of ``count`` deadlines ``period`` apart and say the lateness: the floor of a realtime loop here."""
+    from skelarm_ros.sim.lateness import StepLateness
+
+    lateness = StepLateness(period)
+    first = time.monotonic() + 0.1
+    for step in range(count):
+        due = first + step * period
+        now = time.monotonic()
+        if due > now:
+            time.sleep(due - now)
+        lateness.stepped(due, time.monotonic())
+    print(lateness.text(), flush=True)
+    return 0
+
+
 # -- measurements ------------------------------------------------------------------------------------
 
 
@@ -255,25 +280,33 @@ class Workspace:
         return self.folder / f"{name}-{next(_domains)}.log"
 
 
-def _pair(work: Workspace, responder: tuple[str, list[str]], driver: tuple[str, list[str]], timeout: float) -> str:
-    """Start a responder, then a driver that ends by itself; wait for the driver and return its log.
+def _pair(
+    work: Workspace,
+    responders: Sequence[tuple[str, list[str]]],
+    driver: tuple[str, list[str]],
+    timeout: float,
+) -> str:
+    """Start the responders, then a driver that ends by itself; wait for the driver and return its log.
 
-    Each of ``responder`` and ``driver`` is ``(log name, python arguments)``; both run on
-    one fresh DDS domain and are ended by their ids.
+    Each of ``responders`` and ``driver`` is ``(log name, python arguments)``; all run
+    on one fresh DDS domain and are ended by their ids.
     """
     env = _environment(work.folder)
     if work.environment is not None:
         env = work.environment(env)
-    responder_log, driver_log = work.log(responder[0]), work.log(driver[0])
-    answering = _start(responder[1], env, responder_log)
+    answering: list[subprocess.Popen[bytes]] = []
     try:
+        for name, args in responders:
+            answering.append(_start(args, env, work.log(name)))
+        driver_log = work.log(driver[0])
         driving = _start(driver[1], env, driver_log)
         try:
             return _wait(driving, timeout, driver_log)
         finally:
             end_process(driving)
     finally:
-        end_process(answering)
+        for process in answering:
+            end_process(process)
 
 
 def _found(pattern: re.Pattern[str] | str, text: str, what: str) -> re.Match[str]:
@@ -298,7 +331,7 @@ def floor_rate(work: Workspace, count: int, joints: int, pong_executor: str, raw
     extra = ["--raw"] if raw else []
     text = _pair(
         work,
-        ("pong", ["-m", __name__, "pong", "--executor", pong_executor, *extra]),
+        [("pong", ["-m", __name__, "pong", "--executor", pong_executor, *extra])],
         (
             "ping",
             ["-m", __name__, "ping", "--count", str(count), "--joints", str(joints), "--executor", "events", *extra],
@@ -313,7 +346,7 @@ def lockstep_rate(work: Workspace, scenario: str, duration: float) -> float:
     """Return the simulator's steps per second in lockstep with the controller, from its log."""
     text = _pair(
         work,
-        ("controller", node_args("controller", {"scenario": scenario, "command_interface": "joint_commands"})),
+        [("controller", node_args("controller", {"scenario": scenario, "command_interface": "joint_commands"}))],
         (
             "simulator",
             node_args(
@@ -338,7 +371,7 @@ def realtime_share(
     common = {"scenario": scenario, "command_interface": "joint_commands", "dt": dt, "thread_priority": priority}
     text = _pair(
         work,
-        ("controller", node_args("controller", common)),
+        [("controller", node_args("controller", common))],
         ("simulator", node_args("simulator", {**common, "mode": "realtime", "duration": duration})),
         START_TIMEOUT + duration * 3.0,
     )
@@ -350,6 +383,142 @@ def realtime_share(
         raise RuntimeError(msg)
     on_time, total = answered
     return 100.0 * on_time / total, on_time, total
+
+
+def _spec_args(executable: str, parameters: Mapping[str, object]) -> list[str]:
+    """Python arguments of one node of the described graph (booleans as ROS parameters write them)."""
+    values = {key: str(value).lower() if isinstance(value, bool) else value for key, value in parameters.items()}
+    return node_args(executable, values)
+
+
+def graph_rate(work: Workspace, arguments: Mapping[str, str], duration: float) -> float:
+    """Return the steps per second of a lockstep graph as ``skelarm-ros launch sim`` starts it (its description).
+
+    The process that ends the graph (the simulator, or the composed process) drives;
+    the others (the controller, the recorder) start first and are ended after it. Every
+    process gets the graph's DDS profile, as the launchers give it.
+    """
+    specs = describe({**arguments, "mode": "lockstep", "duration": str(duration)})
+    outer = work.environment
+
+    def launched(env: dict[str, str]) -> dict[str, str]:  # the graph's DDS profile, as the launchers give it
+        given = env if outer is None else outer(env)
+        return {**given, **graph_environment(given)}
+
+    driver = next(spec for spec in specs if spec.ends_graph)
+    others = [(spec.executable, _spec_args(spec.executable, spec.parameters)) for spec in specs if spec is not driver]
+    driving = (driver.executable, _spec_args(driver.executable, driver.parameters))
+    text = _pair(Workspace(work.folder, launched), others, driving, START_TIMEOUT + duration * 10.0)
+    rate = _summary(text).time_lines[-1].rate
+    return math.nan if rate is None else float(rate)
+
+
+@dataclass
+class Lateness:
+    """A realtime run's step lateness by the wall clock, as the composed process says it."""
+
+    on_time: int
+    total: int
+    p99_ms: float
+    max_ms: float
+
+    @property
+    def share(self) -> float:
+        """Steps on time (%)."""
+        return 100.0 * self.on_time / self.total if self.total else math.nan
+
+
+def composed_lateness(
+    work: Workspace,
+    scenario: str,
+    dt: float,
+    duration: float,
+    burners: int,
+    *,
+    floor: bool = False,
+    priority: int = 0,
+) -> Lateness:
+    """Run the composed process in realtime at ``dt`` beside ``burners`` CPU-bound processes; return its lateness.
+
+    With ``floor``, a bare Python loop that only sleeps to the same deadlines runs instead (:func:`sleeper`);
+    ``priority`` is the composed process's ``thread_priority`` (SCHED_FIFO; 0 for default scheduling).
+    """
+    parameters = {"scenario": scenario, "mode": "realtime", "dt": dt, "duration": duration, "markers_rate": 0.0}
+    parameters["thread_priority"] = priority
+    run = ("composed", node_args("composed", parameters))
+    if floor:
+        run = ("sleeper", ["-m", __name__, "sleeper", "--count", str(round(duration / dt)), "--period", str(dt)])
+    burning = [_start(["-c", BURN], os.environ, work.log("burner")) for _ in range(burners)]
+    try:
+        text = _pair(work, [], run, START_TIMEOUT + duration * 3.0)
+    finally:
+        for process in burning:
+            end_process(process)
+    found = _found(LATENESS_LINE, text, "the composed process said no step lateness")
+    return Lateness(int(found["on_time"]), int(found["total"]), float(found["p99"]), float(found["max"]))
+
+
+def _verdict(what: str, value: float, target: float, unit: str) -> str:
+    """Return ``<what> (target <target><unit>): met`` or ``NOT met``."""
+    return f"{what} (target {target:g}{unit}): " + ("met" if value >= target else "NOT met")
+
+
+def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
+    """Measure and print the composed graph beside the two-process graph: lockstep alone and recorded, realtime."""
+    results: dict[str, float] = {}
+    scenario, duration = COMPOSED_SCENARIO, 4.0 if quick else 10.0
+    cases = {
+        "two-process": {"scenario": scenario},
+        "two-process recorded": {"scenario": scenario, "record": ""},
+        "composed": {"scenario": scenario, "compose": "true"},
+        "composed recorded": {"scenario": scenario, "compose": "true", "record": ""},
+    }
+    for _ in range(1 if quick else 2):  # interleaved, so each meets the same load; best of the rounds
+        for label, arguments in cases.items():
+            given = (
+                {**arguments, "record": str(work.folder / f"bag-{next(_domains)}")}
+                if "record" in arguments
+                else arguments
+            )
+            results[label] = max(results.get(label, 0.0), graph_rate(work, given, duration))
+    print(f"composed graph, lockstep, {scenario} (computed torque, fast model), as the launchers start it")
+    print(f"{'':48} {'steps/s':>9} {'vs two-process':>15}")
+    for label in cases:
+        base = results["two-process recorded" if "recorded" in label else "two-process"]
+        print(f"{label:<48} {results[label]:>9.0f} {results[label] / base:>14.2f}x")
+    alone = results["composed"] / results["two-process"]
+    recorded = results["composed recorded"] / results["two-process recorded"]
+    kept = results["two-process recorded"] / results["two-process"]
+    print(
+        "; ".join(
+            (
+                _verdict(f"composed alone {alone:.1f}x", alone, COMPOSED_TARGETS["alone"], "x"),
+                _verdict(f"composed recorded {recorded:.1f}x", recorded, COMPOSED_TARGETS["recorded"], "x"),
+                _verdict(f"two-process recorded at {kept:.0%} of unrecorded", kept * 100, RECORDED_TARGET * 100, "%"),
+            )
+        )
+    )
+    seconds = 3.0 if quick else 10.0
+    print(
+        f"realtime at 1 kHz, {seconds:g} s, beside {BURNERS} CPU-bound processes ({BURN!r}), default scheduling; "
+        "on time: the step's state out within 1 ms of when it was due"
+    )
+    print(f"{'':48} {'on time':>9} {'p99 ms':>9} {'max ms':>9}")
+    runs = (
+        ("floor: a bare Python loop sleeping to the deadlines", True, 0, "realtime floor 0.001"),
+        ("composed", False, 0, "composed realtime 0.001"),
+        (f"composed, thread_priority:={PRIORITY} (SCHED_FIFO)", False, PRIORITY, "composed realtime 0.001 priority"),
+    )
+    for label, floor, priority, key in runs:
+        late = composed_lateness(work, scenario, 0.001, seconds, BURNERS, floor=floor, priority=priority)
+        results[f"{key} on time"], results[f"{key} p99 ms"], results[f"{key} max ms"] = (
+            late.share,
+            late.p99_ms,
+            late.max_ms,
+        )
+        verdict = "" if floor or priority else "  " + _verdict("", late.share, COMPOSED_ON_TIME_TARGET, "%")
+        print(f"{label:<48} {late.share:>8.2f}% {late.p99_ms:>9.3f} {late.max_ms:>9.3f}{verdict}")
+    return results
 
 
 def _scenario_file(work: Workspace, scenario: str, controller: dict[str, object] | None) -> str:
@@ -427,6 +596,7 @@ def run(*, quick: bool = False) -> dict[str, float]:
             results[f"realtime {label} 0.001 priority"] = share
             cell = "not permitted" if math.isnan(share) else f"{share:6.2f}% ({total - on_time:>3} late)"
             print(f"{label:<48} {cell:>16}")
+        results.update(composed_rows(work, quick))
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return results
 
@@ -434,14 +604,17 @@ def run(*, quick: bool = False) -> dict[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one side of the ping-pong (the processes :func:`floor_rate` starts)."""
     parser = argparse.ArgumentParser(prog="python -m skelarm_ros.bench.loop", description=__doc__.splitlines()[0])
-    parser.add_argument("role", choices=("ping", "pong"))
+    parser.add_argument("role", choices=("ping", "pong", "sleeper"))
     parser.add_argument("--count", type=int, default=5000, help="ping: round trips")
     parser.add_argument("--joints", type=int, default=2, help="ping: joints per message")
     parser.add_argument("--executor", choices=("events", "single"), default="events")
     parser.add_argument("--raw", action="store_true", help="send and answer serialized bytes, as the nodes do")
+    parser.add_argument("--period", type=float, default=0.001, help="sleeper: seconds between deadlines")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.role == "ping":
         return ping(args.count, args.joints, args.executor, args.raw)
+    if args.role == "sleeper":
+        return sleeper(args.count, args.period)
     return pong(args.executor, args.raw)
 
 

@@ -1,9 +1,9 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""What each executable costs to start, beside a bare rclpy node, and the peak memory of a running graph.
+"""What each executable costs to start, beside a bare rclpy node; a running graph's memory; short runs' time.
 
-Two parts, side by side in one run:
+Three parts, side by side in one run:
 
 - **start-up**: each executable's module imported in a fresh interpreter (a node's with
   ``rclpy.init`` and a node, as it runs), beside a bare rclpy node (numpy and
@@ -12,7 +12,11 @@ Two parts, side by side in one run:
 - **a running graph**: the lockstep launch with force replay and recording, then the
   player playing its bag, every process watched (:mod:`skelarm_ros.memory`): peak
   resident memory (VmHWM) at its end beside its limit, and whether it mapped Qt,
-  Pinocchio or SciPy.
+  Pinocchio or SciPy;
+- **short lockstep runs**: a 2-s lockstep launch, unrecorded and recorded, beside two
+  bare rclpy processes that find each other, exchange one JointState and exit
+  (:mod:`skelarm_ros.bench.short_runs`): the time outside stepping, its ratio to that
+  floor and where it goes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from skelarm_ros.bench.short_runs import run_section
 from skelarm_ros.memory import LIBRARIES, Watched, limit_mb, run_watched
 from skelarm_ros.startup import EXECUTABLES, NODES
 
@@ -108,7 +113,7 @@ def running_graph(folder: Path) -> dict[str, Watched]:
 
 
 def run(*, quick: bool = False) -> dict[str, object]:
-    """Print the start-up table and the running graph's memory; return both."""
+    """Print the start-up table, the running graph's memory and the short runs beside their floor; return them."""
     rounds = 1 if quick else 3
     costs = start_up(rounds)
     node_s, node_mb = costs[BARE_NODE]
@@ -143,4 +148,6 @@ def run(*, quick: bool = False) -> dict[str, object]:
         f"target: no Qt anywhere; no Pinocchio or SciPy in {', '.join(LIGHT)}; each within its limit: "
         f"{'met' if met else 'NOT met'}"
     )
-    return {"start_up": costs, "graph": watched}
+    print()
+    short = run_section(2 if quick else 5)
+    return {"start_up": costs, "graph": watched, "short_runs": short}

@@ -32,6 +32,7 @@ from skelarm_ros.interface import (
     JOINT_STATES,
     LOCKSTEP,
     MODES,
+    PLAN_FROM_STATE,
     TARGET,
     check_choice,
     check_count,
@@ -60,6 +61,7 @@ PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"
 REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
 REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
+HARDWARE_SOFT_START = 1.0  # seconds the controller's effort limits ramp in over on a real arm's driver
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
 ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
@@ -108,7 +110,8 @@ class NodeSpec:
     executable : str
         The executable (``ros2 run <package> <executable>``).
     name : str
-        The node's name.
+        The node's name; empty for a process whose nodes keep their own names (the
+        composed simulator and controller).
     namespace : str
         The node's namespace, relative (``arm1``), or empty for the root.
     parameters : dict[str, ParameterValue]
@@ -172,6 +175,13 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             HARDWARE,
         ),
         LaunchArgument("controller", "true", "start the controller of the scenario's [controller] table", BOOLEAN),
+        LaunchArgument(
+            "compose",
+            "false",
+            "run the simulator and the controller in one process, the controller stepped by each simulator step "
+            "with no transport between them (same topics for readers); needs hardware:=sim and controller:=true",
+            BOOLEAN,
+        ),
         LaunchArgument(
             "force_source",
             "",
@@ -351,6 +361,7 @@ class _Graph:
     lockstep: bool
     duration: float
     controller: bool
+    compose: bool
     force_source: str
     record: str
     joint_names: list[str]
@@ -401,6 +412,13 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     except ValueError as error:
         raise GraphError(str(error)) from None
     controller = _flag(values, "controller")
+    compose = _flag(values, "compose")
+    if compose and not (simulate and controller):
+        msg = (
+            "compose:=true runs the simulator and its controller in one process, so it needs hardware:=sim and "
+            "controller:=true (and no replay); beside a real driver run the controller alone"
+        )
+        raise GraphError(msg)
     if controller and not arm.has_controller:
         msg = (
             f"scenario '{scenario}' has no [task] and [controller] tables, so controller:=true has nothing to run; "
@@ -428,6 +446,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         lockstep=lockstep,
         duration=duration,
         controller=controller,
+        compose=compose,
         force_source=force_source,
         record=_new_path(values["record"], "record", "a bag folder to create") if values["record"] else "",
         joint_names=joint_names,
@@ -463,9 +482,11 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     """
     graph = _graph(arguments)
     specs: list[NodeSpec] = []
-    if graph.simulate:
+    if graph.compose:
+        specs.append(_composed(graph))
+    if graph.simulate and not graph.compose:
         specs.append(_simulator(graph))
-    if graph.controller:
+    if graph.controller and not graph.compose:
         specs.append(_controller(graph))
     if graph.force_source:
         specs.append(_force_replay(graph))
@@ -499,6 +520,11 @@ def _simulator(graph: _Graph) -> NodeSpec:
         SIMULATOR.wait_for_controller: graph.controller,
         SIMULATOR.thread_priority: graph.priority,
     }
+    # The recorder's tip reader too; with every reader counted, step 0 needs no time for uncounted ones to come.
+    parameters[SIMULATOR.min_tip_subscribers] = int(bool(graph.record))
+    uncounted = int(graph.values["extra_readers"]) or graph.force_source or graph.use_sim_time
+    if not uncounted and not _flag(graph.values, "rviz"):
+        parameters[SIMULATOR.start_settle] = 0.0
     return graph.node("simulator", {**parameters, **graph.naming}, ends_graph=graph.duration > 0.0)
 
 
@@ -515,13 +541,42 @@ def _controller(graph: _Graph) -> NodeSpec:
         # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
         parameters[CONTROLLER.min_subscribers] = 1 + recorded
         parameters[CONTROLLER.min_channel_subscribers] = recorded
+        if graph.lockstep:  # the simulator waits for each command: states pause with it, nothing holds torque
+            parameters[CONTROLLER.state_timeout] = 0.0
+            parameters[CONTROLLER.zero_on_stop] = False  # a recording ends with the run's own last command
     elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
         parameters[CONTROLLER.reliable_states] = True
         parameters[CONTROLLER.qos_depth] = REPLAY_DEPTH
         parameters[CONTROLLER.min_subscribers] = parameters[CONTROLLER.min_channel_subscribers] = recorded
+        # It starts from the bag's first state, as the recorded controller started where the arm was.
+        parameters[CONTROLLER.plan_from] = PLAN_FROM_STATE
+        parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
+        parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
+        parameters[CONTROLLER.zero_on_stop] = False
+    else:  # a real arm's driver holds the last command: no kick at the start
+        parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
+
+
+def _composed(graph: _Graph) -> NodeSpec:
+    """Return the simulator and the controller as one process (skelarm_ros.nodes.composed), named as they are.
+
+    Both nodes get one parameter set: the simulator's, whose ``min_subscribers`` now counts only
+    the readers outside the process, and the controller's own (its commands and channels wait
+    for the recorder through ``min_channel_subscribers``).
+    """
+    simulator, controller = _simulator(graph), _controller(graph)
+    readers = int(bool(graph.record)) + int(graph.values["extra_readers"])
+    own = {name: value for name, value in controller.parameters.items() if name not in simulator.parameters}
+    parameters = {
+        **own,
+        **simulator.parameters,
+        SIMULATOR.min_subscribers: readers,
+        SIMULATOR.wait_for_controller: False,
+    }
+    return replace(simulator, executable="composed", name="", parameters=parameters)
 
 
 def _force_replay(graph: _Graph) -> NodeSpec:

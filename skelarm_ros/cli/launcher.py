@@ -11,7 +11,9 @@ launch file turns into ``launch_ros`` actions, and start as processes:
   index; an optional node whose executable is not installed is reported and left out;
 - each with ``--ros-args -r __node:=<name> [-r __ns:=/<namespace>] --params-file
   <file> [-r from:=to ...]``, the parameters written to a temporary YAML file;
-- each process's output forwarded line by line, prefixed with ``[<node>]``.
+- each process's output forwarded line by line, prefixed with ``[<node>]``;
+- each with the graph's Fast DDS profile (:func:`skelarm_ros.cli.transport.graph_environment`),
+  as ``sim.launch.py`` gives it too, unless the user has a profile of their own.
 
 The launcher stops every node (SIGINT, then SIGTERM, then SIGKILL, each after a
 timeout) on Ctrl-C or SIGTERM, when a node fails, and when a node that ends the
@@ -41,6 +43,7 @@ from typing import IO, TYPE_CHECKING
 import yaml
 
 from skelarm_ros.cli.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
+from skelarm_ros.cli.transport import graph_environment
 from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
@@ -106,7 +109,7 @@ def ros_arguments(spec: NodeSpec, params_file: Path) -> list[str]:
         ``--ros-args``, the node name, the namespace when there is one, the parameters
         file and the remappings.
     """
-    words = ["--ros-args", "-r", f"__node:={spec.name}"]
+    words = ["--ros-args", *(["-r", f"__node:={spec.name}"] if spec.name else [])]
     if spec.namespace:
         words += ["-r", f"__ns:=/{spec.namespace}"]
     words += ["--params-file", str(params_file)]
@@ -145,7 +148,8 @@ def find_executable(package: str, executable: str) -> list[str] | None:
 
 def node_label(spec: NodeSpec) -> str:
     """Return the name both launchers give a node in what they say: ``<namespace>/<name>`` (``arm1/simulator``)."""
-    return f"{spec.namespace}/{spec.name}" if spec.namespace else spec.name
+    name = spec.name or spec.executable
+    return f"{spec.namespace}/{name}" if spec.namespace else name
 
 
 def failure(name: str, code: int, *, running: bool = True) -> str:
@@ -225,7 +229,7 @@ def plan(
                 continue
             msg = f"executable '{spec.executable}' of package '{spec.package}' was not found; install {spec.package}"
             raise LaunchError(msg)
-        params_file = directory / f"{len(planned):02d}_{spec.name}.yaml"
+        params_file = directory / f"{len(planned):02d}_{spec.name or spec.executable}.yaml"
         with params_file.open("w", encoding="utf-8") as stream:
             yaml.safe_dump(parameters_document(spec), stream, default_flow_style=False)
         command = [*start, *spec.arguments, *ros_arguments(spec, params_file)]
@@ -275,7 +279,7 @@ class Runner:
         stream.close()
 
     def _start(self, planned: Planned) -> _Process:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **graph_environment(os.environ))
         with started_blocked() if planned.own else contextlib.nullcontext():
             popen = self._popen(planned, env)
         assert popen.stdout is not None

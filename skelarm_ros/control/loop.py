@@ -9,7 +9,13 @@ skelarm's own parsers, so every registered ``[controller].type`` works. :class:`
 maps a joint state by name onto the skelarm skeleton, keeps the controller's time line
 (docs/interfaces.md, "Time"), follows a new target, and returns the torque with the
 controller's channels. The model-based controllers get their fast twin
-(:func:`~skelarm_ros.control.twins.with_fast_model`) unless ``fast_model`` is off.
+(:func:`~skelarm_ros.control.twins.with_fast_model`) unless ``fast_model`` is off, with the
+scenario's gravity and the twin's armature and friction unless ``controller_model`` is
+``skelarm``. For a real arm (docs/controller.md, "Driving a real arm") a tracking
+controller plans its reference from the first state it controls (``plan_from``), the effort
+limits can ramp in (``soft_start``), a push further past a joint limit is clamped to zero
+(:mod:`~skelarm_ros.control.safety`), and :meth:`ControlLoop.hold` restarts control from the
+next state after the joint states went stale.
 
 This module does not import rclpy.
 """
@@ -19,7 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,12 +33,18 @@ import skelarm
 from skelarm.reaching import EndpointController
 
 from skelarm_ros.control.plugins import load_controller_plugins
-from skelarm_ros.control.twins import reads_joints_only, with_fast_model
+from skelarm_ros.control.safety import JointLimitGuard, far_start, ramp_at, soft_start_bound
+from skelarm_ros.control.twins import has_fast_model, reads_joints_only, with_fast_model
 from skelarm_ros.interface import (
     BASE_FRAME,
+    CONTROLLER_MODELS,
+    MODEL_ARM,
     NANOSECONDS,
+    PLAN_FROM,
+    PLAN_FROM_STATE,
     POINT_CHANNELS,
     TIME_REVERSAL_MODES,
+    Say,
     check_choice,
     check_effort_limits,
     check_joint_names,
@@ -41,13 +53,15 @@ from skelarm_ros.interface import (
 )
 from skelarm_ros.sim.conversions import NameOrder, Rejected
 from skelarm_ros.sim.engine import set_joints, sync_skeleton
-from skelarm_ros.sim.scenario import ScenarioError, load_scenario
+from skelarm_ros.sim.scenario import ScenarioError, load_arm, load_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from numpy.typing import ArrayLike, NDArray
+
+    from skelarm_ros.sim.scenario import JointDrive
 
 _TARGET_PLANE_TOLERANCE = 1e-9  # |z| accepted as "in the plane" for a target point (m)
 TARGET_TOLERANCE = 1e-6
@@ -132,11 +146,14 @@ class ControlOutput:
         The controller's channels (``controller.log_channels()``) as arrays.
     t : float
         The controller's time (seconds) for this state.
+    said : list[Say]
+        What this state gives to say (a far start, a joint past its limit), for the caller to log.
     """
 
     torque: NDArray[np.float64]
     channels: dict[str, NDArray[np.float64]]
     t: float
+    said: list[Say] = field(default_factory=list)
 
 
 class ControlLoop:
@@ -159,6 +176,21 @@ class ControlLoop:
         Per-joint torque bounds (N*m); empty for none.
     command_joints : Sequence[str], optional
         ``joint_names`` in the order the commands carry them; empty for ``joint_names``.
+    plan_from : str, optional
+        ``state``: a tracking controller's reference is planned from the first state of a
+        run (and after :meth:`hold`), where the arm is; ``scenario``: from the scenario's
+        initial pose, as offline. A first state equal to the initial pose changes nothing.
+    soft_start : float, optional
+        Seconds (of state stamps) over which the effort limits ramp in from zero at the
+        start of control (and after :meth:`hold`); 0 for none
+        (:func:`~skelarm_ros.control.safety.soft_start_bound`).
+    controller_model : str, optional
+        ``arm``: the model-based controllers' model has ``grav_vec`` and ``drive``;
+        ``skelarm``: skelarm's own gravity-free model, as :func:`skelarm.run_scenario` runs.
+    grav_vec : ArrayLike | None, optional
+        The arm's planar gravity ``(gx, gy)`` (m/s^2); ``None`` for zero.
+    drive : JointDrive | None, optional
+        The joints' armature and friction; ``None`` for none.
 
     Attributes
     ----------
@@ -180,9 +212,15 @@ class ControlLoop:
         time_reversal: str = "reset",
         effort_limits: Sequence[float] = (),
         command_joints: Sequence[str] = (),
+        plan_from: str = PLAN_FROM_STATE,
+        soft_start: float = 0.0,
+        controller_model: str = MODEL_ARM,
+        grav_vec: ArrayLike | None = None,
+        drive: JointDrive | None = None,
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
         self.skeleton = scenario.skeleton.clone()
+        self.initial_q: NDArray[np.float64] = np.array(self.skeleton.q, dtype=np.float64)
         self.num_joints: int = self.skeleton.num_joints
         self.joint_names = check_joint_names(list(joint_names), self.num_joints)
         self._order = NameOrder(self.joint_names, "joint state", allow_extra=True)
@@ -191,6 +229,13 @@ class ControlLoop:
         self.dt = check_positive("dt", scenario.simulator.dt if dt is None else dt)
         self.task = scenario.task
         self.fast_model = bool(fast_model)
+        self.plan_from = check_choice("plan_from", plan_from, PLAN_FROM)
+        self.soft_start = check_non_negative("soft_start", soft_start)
+        self.controller_model = check_choice("controller_model", controller_model, CONTROLLER_MODELS)
+        self._model_terms = self._arm_model(grav_vec, drive, has_fast_model(scenario.controller))
+        self._guard = (
+            JointLimitGuard(*self._joint_limits(), self.joint_names) if scenario.simulator.enforce_limits else None
+        )
         source = scenario.source_config or {}
         self._controller_config: Mapping[str, Any] | None = source.get("controller")
         self.controller = self._fast(scenario.controller)
@@ -204,6 +249,29 @@ class ControlLoop:
         self._last_stamp: int | None = None
         self._t = 0.0
         self._pending_target: NDArray[np.float64] | None = None
+        self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from
+        self._held = False  # control stopped (stale states): the next state starts afresh
+
+    def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
+        """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
+        gravity = np.zeros(2) if grav_vec is None else np.asarray(grav_vec, dtype=np.float64).reshape(2)
+        ideal = drive is None or drive.is_ideal
+        if self.controller_model != MODEL_ARM or (not gravity.any() and ideal):
+            return {}
+        if modelled and not self.fast_model:
+            msg = (
+                "fast_model:=false runs skelarm's own model, which has no gravity, armature or friction, but the "
+                "scenario has them; set fast_model:=true for a model with them, or controller_model:=skelarm "
+                "to run skelarm's model without them"
+            )
+            raise ValueError(msg)
+        return {"grav_vec": gravity if gravity.any() else None, "drive": None if ideal else drive}
+
+    def _joint_limits(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        links = self.skeleton.links[1:]
+        lower = np.array([link.prop.qmin for link in links], dtype=np.float64)
+        upper = np.array([link.prop.qmax for link in links], dtype=np.float64)
+        return lower, upper
 
     @property
     def last_stamp(self) -> int | None:
@@ -233,7 +301,28 @@ class ControlLoop:
         return {name: np.asarray(value, dtype=np.float64) for name, value in channels.items()}
 
     def _fast(self, controller: skelarm.Controller) -> skelarm.Controller:
-        return with_fast_model(controller, self.skeleton, self.dt) if self.fast_model else controller
+        if not self.fast_model:
+            return controller
+        return with_fast_model(controller, self.skeleton, self.dt, **self._model_terms)
+
+    @property
+    def model_terms(self) -> list[str]:
+        """What the model-based controllers' model has beyond skelarm's: ``gravity``, ``drive``; empty for none."""
+        return [
+            name
+            for name, key in (("gravity", "grav_vec"), ("drive", "drive"))
+            if self._model_terms.get(key) is not None
+        ]
+
+    def hold(self) -> None:
+        """Stop control (the joint states went stale): the next state restarts it as a first state.
+
+        That state gets the controller reset there with its time from 0, a tracking
+        controller's reference replanned from it (whatever ``plan_from`` says: the arm
+        stood at zero torque meanwhile), and the soft start again.
+        """
+        self._held = True
+        self._origin = None
 
     # -- tunables ---------------------------------------------------------------------------------
 
@@ -326,10 +415,27 @@ class ControlLoop:
         if self._controller_config is None:
             msg = "the scenario has no [controller] table to rebuild the controller for a new target"
             raise Rejected(msg)
-        task = dataclasses.replace(self.task, target=target)
+        self._replan(dataclasses.replace(self.task, target=target))
+
+    def _replan(self, task: skelarm.Task) -> None:
+        """Rebuild the controller by :func:`skelarm.build_controller` from the skeleton's state, for ``task``."""
+        assert self._controller_config is not None
         built = skelarm.build_controller(self._controller_config, skeleton=self.skeleton, task=task, dt=self.dt)
         self.task = task
         self.controller = self._fast(built)
+
+    def _start_here(self, q: NDArray[np.float64], replanned: bool) -> list[Say]:
+        """Start control at a run's first state (or after :meth:`hold`): plan from it if asked; say a far start."""
+        first, held = self._ramp_origin is None, self._held
+        if not (first or held):
+            return []
+        self._held = False
+        plans = not isinstance(self.controller, EndpointController) and self._controller_config is not None
+        # From the scenario's very pose the plan is the scenario's: nothing to replan (offline equality).
+        moved = held or (self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
+        if plans and not replanned and moved:
+            self._replan(self.task)
+        return far_start(q, self.initial_q, self.joint_names, self.plan_from) if first else []
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -390,13 +496,18 @@ class ControlLoop:
             sync_skeleton(self.skeleton, q, dq)
         else:
             set_joints(self.skeleton, q, dq)  # a joint-space controller between resets: no kinematics needed
+        replanned = self._pending_target is not None
         if self._pending_target is not None:
             target, self._pending_target = self._pending_target, None
             self._apply_target(target)
             self._origin = None
+        said: list[Say] = []
         if self._origin is None:
             if last is not None:
                 self.restarts += 1
+            if self._held or self._ramp_origin is None or (last is not None and stamp_ns < last):
+                said += self._start_here(q, replanned)
+                self._ramp_origin = stamp_ns
             self.controller.reset(self.skeleton)
             self._origin = stamp_ns
             t = 0.0
@@ -412,10 +523,14 @@ class ControlLoop:
                 "finite values; no command was sent"
             )
             raise Rejected(msg)
-        if self.effort_limits is not None:
-            torque = np.clip(torque, -self.effort_limits, self.effort_limits)
+        assert self._ramp_origin is not None  # set at the first state
+        ramp = ramp_at((stamp_ns - self._ramp_origin) / NANOSECONDS, self.soft_start)
+        torque = soft_start_bound(torque, self.effort_limits, ramp)
+        if self._guard is not None:
+            torque, limited = self._guard.apply(q, torque)
+            said += limited
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
-        return ControlOutput(torque, channels, t)
+        return ControlOutput(torque, channels, t, said)
 
     def _time(self, elapsed_ns: int) -> float:
         """Return the controller's time for a state ``elapsed_ns`` after the first of its time line.
@@ -439,6 +554,9 @@ def build_control_loop(
     time_reversal: str = "reset",
     effort_limits: Sequence[float] = (),
     command_joints: Sequence[str] = (),
+    plan_from: str = PLAN_FROM_STATE,
+    soft_start: float = 0.0,
+    controller_model: str = MODEL_ARM,
 ) -> tuple[ControlLoop, list[str]]:
     """Load the controller plugins and a scenario, and build its :class:`ControlLoop`.
 
@@ -446,8 +564,9 @@ def build_control_loop(
     ----------
     scenario : str | Path | None
         A scenario path or bundled name; ``None`` / ``""`` for the default.
-    joint_names, fast_model, time_reversal, effort_limits, command_joints
-        As for :class:`ControlLoop`.
+    joint_names, fast_model, time_reversal, effort_limits, command_joints, plan_from, soft_start, controller_model
+        As for :class:`ControlLoop`; the arm's gravity and drive come from the scenario
+        (``[simulator].grav_vec``, the links' ``armature``, ``viscous``, ``coulomb``).
     dt : float, optional
         The control step; ``0`` for the scenario's ``[simulator].dt``. Another step
         rebuilds the controller with it (MPC predicts with the control step).
@@ -467,6 +586,7 @@ def build_control_loop(
     problems = load_controller_plugins()
     dt = check_non_negative("dt", dt)
     loaded = load_scenario(scenario)
+    arm = load_arm(scenario)
     if dt > 0.0 and dt != loaded.simulator.dt:
         assert loaded.source_config is not None  # set by scenario_from_config
         try:
@@ -485,5 +605,10 @@ def build_control_loop(
         time_reversal=time_reversal,
         effort_limits=effort_limits,
         command_joints=command_joints,
+        plan_from=plan_from,
+        soft_start=soft_start,
+        controller_model=controller_model,
+        grav_vec=arm.grav_vec,
+        drive=arm.drive,
     )
     return loop, problems

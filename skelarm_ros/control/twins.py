@@ -11,6 +11,12 @@ result equals skelarm's to rounding, and the twins' joint reference samples equa
 skelarm's to the bit. The twins reach skelarm's private controller state only through
 :mod:`skelarm_ros.control.skelarm_internals`.
 
+The twin's model may have more than skelarm's: the scenario's gravity and a real joint's
+armature, viscous and Coulomb friction (:class:`~skelarm_ros.sim.scenario.JointDrive`).
+Computed torque and the inverse-dynamics feed-forward then add the friction torque
+``viscous*dq + coulomb*sign(dq)`` (at the state, or at the reference) to Pinocchio's RNEA
+(which includes gravity and the armature), and MPC predicts with the same friction.
+
 This module does not import rclpy.
 """
 
@@ -38,7 +44,21 @@ from skelarm_ros.sim.engine import ArmEngine
 
 if TYPE_CHECKING:
     import skelarm
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
+
+    from skelarm_ros.sim.scenario import JointDrive
+
+
+def friction_torque(engine: ArmEngine, dq: NDArray[np.float64]) -> NDArray[np.float64] | float:
+    """Return the torque (N*m) that cancels the engine's drive friction at joint velocities ``dq``.
+
+    ``viscous*dq + coulomb*sign(dq)`` per joint (``dq`` may hold one row per state); ``0.0``
+    for a model without friction.
+    """
+    drive = engine.drive
+    if drive is None or not drive.has_friction:
+        return 0.0
+    return drive.viscous * dq + drive.coulomb * np.sign(dq)
 
 
 class FastSampledJointReference(SampledJointReference):
@@ -94,7 +114,7 @@ class FastComputedTorque(ComputedTorque):
         error = q_r - q
         commanded = ddq_r + self.kd * (dq_r - dq) + self.kp * error
         store_tracking(self, q_r, error)
-        return self.engine.inverse_dynamics(q, dq, commanded)
+        return self.engine.inverse_dynamics(q, dq, commanded) + friction_torque(self.engine, dq)
 
 
 class FastInverseDynamicsPD(InverseDynamicsFeedforwardPD):
@@ -105,7 +125,7 @@ class FastInverseDynamicsPD(InverseDynamicsFeedforwardPD):
     def control(self, t: float, skeleton: skelarm.Skeleton) -> NDArray[np.float64]:
         """Compute the feed-forward-plus-PD torque for the current state."""
         q_r, dq_r, ddq_r = self.reference.sample(t)
-        feedforward = self.engine.inverse_dynamics(q_r, dq_r, ddq_r)
+        feedforward = self.engine.inverse_dynamics(q_r, dq_r, ddq_r) + friction_torque(self.engine, dq_r)
         error = q_r - skeleton.q
         store_tracking(self, q_r, error)
         return feedforward + self.kp * error + self.kd * (dq_r - skeleton.dq)
@@ -130,8 +150,8 @@ class FastJointSpaceMPC(JointSpaceMPC):
     def _predict(
         self, q: NDArray[np.float64], dq: NDArray[np.float64], tau: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """Forward dynamics at the unclamped state ``(q, dq)`` under torque ``tau``."""
-        return self.engine.forward_dynamics(q, dq, tau)
+        """Forward dynamics at the unclamped state ``(q, dq)`` under torque ``tau`` (less the drive's friction)."""
+        return self.engine.forward_dynamics(q, dq, tau - friction_torque(self.engine, dq))
 
     def control(self, t: float, skeleton: skelarm.Skeleton) -> NDArray[np.float64]:
         """Optimize the horizon torque sequence as skelarm does and return only the first torque."""
@@ -197,6 +217,7 @@ class FastJointSpaceMPC(JointSpaceMPC):
             if limits and lower is not None and upper is not None:
                 overshoot = np.maximum(q - upper, 0.0) + np.maximum(lower - q, 0.0)
                 cost += np.einsum("ij,ij->i", self.limit_weight * overshoot, overshoot)
+            tau = tau - friction_torque(self.engine, dq)
             for row in range(count):
                 ddq[row] = pin.aba(model, data, q[row], dq[row], tau[row])
             dq = dq + self.dt * ddq
@@ -232,15 +253,23 @@ def has_fast_model(controller: skelarm.Controller) -> bool:
     return type(controller) in _FAST_TWINS
 
 
-def with_fast_model(controller: skelarm.Controller, skeleton: skelarm.Skeleton, dt: float) -> skelarm.Controller:
+def with_fast_model(
+    controller: skelarm.Controller,
+    skeleton: skelarm.Skeleton,
+    dt: float,
+    *,
+    grav_vec: ArrayLike | None = None,
+    drive: JointDrive | None = None,
+) -> skelarm.Controller:
     """Return the controller with the Pinocchio engine as its model, or the controller itself.
 
     Only skelarm's own computed torque, inverse-dynamics feed-forward PD and MPC have a
     fast twin; the twin takes over the built controller's state (reference, gains,
-    weights), so the registry path that built it stays skelarm's. The model has zero
-    gravity, as skelarm's controllers' models do. A controller whose state is not the one
-    its twin was written for (another skelarm version moved its internals) keeps
-    skelarm's model, with a warning naming what changed.
+    weights), so the registry path that built it stays skelarm's. Without ``grav_vec``
+    and ``drive`` the model has zero gravity and no drive, as skelarm's controllers'
+    models do. A controller whose state is not the one its twin was written for
+    (another skelarm version moved its internals) keeps skelarm's model, with a
+    warning naming what changed.
 
     Parameters
     ----------
@@ -250,6 +279,10 @@ def with_fast_model(controller: skelarm.Controller, skeleton: skelarm.Skeleton, 
         The arm (its geometry and inertias are read).
     dt : float
         Control step (seconds).
+    grav_vec : ArrayLike | None, optional
+        Planar gravity ``(gx, gy)`` of the model (m/s^2); ``None`` for zero.
+    drive : JointDrive | None, optional
+        Armature and friction of the model's joints; ``None`` for none.
 
     Returns
     -------
@@ -268,7 +301,7 @@ def with_fast_model(controller: skelarm.Controller, skeleton: skelarm.Skeleton, 
         )
         return controller
     fast = take_over(controller, twin)
-    fast.engine = ArmEngine(skeleton, dt)
+    fast.engine = ArmEngine(skeleton, dt, grav_vec=grav_vec, drive=drive)
     if type(fast.reference) is SampledJointReference:
         fast.reference = FastSampledJointReference(fast.reference)
     return fast

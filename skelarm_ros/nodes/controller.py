@@ -4,7 +4,9 @@
 """The ``controller`` node: runs the scenario's skelarm controller on ``joint_states``.
 
 A thin shell around :class:`skelarm_ros.control.loop.ControlLoop`: parameters, topics and
-logging. See docs/controller.md for the parameters, topics and channel messages.
+logging. See docs/controller.md for the parameters, topics and channel messages. Its last
+command is zero torque, whatever stops it short of SIGKILL, and so is its command when the
+joint states go stale or the controller fails (docs/controller.md, "Driving a real arm").
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from geometry_msgs.msg import PointStamped
 from rclpy.clock import Clock, ClockType
 from sensor_msgs.msg import JointState
@@ -21,6 +24,7 @@ from std_msgs.msg import Float64MultiArray
 from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.control.loop import ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
+from skelarm_ros.control.safety import StateWatch
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMAND_TOPICS,
@@ -32,6 +36,7 @@ from skelarm_ros.interface import (
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack, IncompatiblePeers, JointStateInput, newest
+from skelarm_ros.nodes.graph_queries import wait_for_acknowledgements
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.running import KitNode, run_node, say
@@ -46,6 +51,8 @@ NODE_NAME = "controller"
 DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
 WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
+ZERO_ACK_TIMEOUT = 1.0  # seconds the last (zero) command waits for every reliable reader to take it
+WATCH_PERIOD = 0.02  # seconds between two looks at the joint states' age (at most; a quarter of state_timeout)
 
 
 class ControllerNode(KitNode):
@@ -91,6 +98,9 @@ class ControllerNode(KitNode):
             time_reversal=params.time_reversal,
             effort_limits=params.effort_limits,
             command_joints=params.command_joints,
+            plan_from=params.plan_from,
+            soft_start=params.soft_start,
+            controller_model=params.controller_model,
         )
         for problem in problems:
             self.get_logger().warning(problem)
@@ -98,7 +108,12 @@ class ControllerNode(KitNode):
         self.failures = 0
         self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
-        state_qos = newest(params.qos_depth, reliable=params.reliable_states)
+        # On a driver (no readers to wait for, control waits for a command reader) only the newest joint state is
+        # kept: a state that waited in a queue while the node started, or fell behind, never anchors the time line
+        # (its age would be the reference's head start over the arm, the kick at the start).
+        on_driver = params.wait_for_reader and params.min_subscribers == 0
+        state_depth = 1 if on_driver else params.qos_depth
+        state_qos = newest(state_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
         topic = COMMAND_TOPICS[params.command_interface]
@@ -110,6 +125,7 @@ class ControllerNode(KitNode):
             event_callbacks=readers.publisher_events(),
         )
         readers.endpoint = self.command_pub
+        self._command_topic: str = self.command_pub.topic_name or topic  # as said in the log (a stand-in has none)
         # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and efforts written into a template.
         self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
@@ -122,6 +138,9 @@ class ControllerNode(KitNode):
             self._readers_matched(wanted, channel_readers) if wanted or channel_readers else None,
             self._released,
         )
+        # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
+        # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
+        self._awaits_reader = on_driver
         joints = self.loop.num_joints
         LiveParameters(
             self,
@@ -135,13 +154,19 @@ class ControllerNode(KitNode):
         self.state_input = JointStateInput(
             self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
         )
+        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name)
+        self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(WATCH_PERIOD, self.check_states, clock=steady)
         self.create_subscription(PointStamped, TARGET, self.on_target, 10)
         self.progress = TaskProgress(self.loop)
         self._waiting_said = -WAIT_REPORT
-        self.create_timer(1.0, self.status, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.create_timer(1.0, self.status, clock=steady)
+        model = " + ".join(self.loop.model_terms)
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
-            f"commands on {topic} in the order {self.loop.command_joints}"
+            f"commands on {topic} in the order {self.loop.command_joints}; plans from the {params.plan_from}"
+            + (f"; its model has the scenario's {model}" if model else "")
         )
 
     def _apply_parameters(self, params: ControllerParams) -> None:
@@ -149,6 +174,8 @@ class ControllerNode(KitNode):
         self.params = params
         self.loop.set_effort_limits(params.effort_limits)
         self.loop.set_time_reversal(params.time_reversal)
+        self.loop.soft_start = params.soft_start
+        self.watch.timeout = params.state_timeout
 
     def _readers_matched(self, readers: int, channel_readers: int) -> Any:
         def matched() -> bool:
@@ -181,6 +208,20 @@ class ControllerNode(KitNode):
         nanosec: int,
     ) -> None:
         """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels."""
+        say(self, self.watch.heard(time.monotonic()))
+        if self._awaits_reader and not self._reader_matched():
+            return
+        self.answer(names, positions, velocities, sec, nanosec)
+
+    def answer(
+        self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], sec: int, nanosec: int
+    ) -> ControlOutput | None:
+        """Control one joint state and publish its command and channels; return the output.
+
+        ``None`` when the state was rejected or the controller failed (both logged). The
+        composed graph's simulator calls it with each state it publishes (its states are
+        never stale and its commands have their reader in the process: neither is watched).
+        """
         restarts = self.loop.restarts
         try:
             output = self.loop.control(names, positions, velocities, stamp_to_nanoseconds(sec, nanosec))
@@ -188,19 +229,22 @@ class ControllerNode(KitNode):
             self.get_logger().warning(
                 f"joint state not controlled ({self.loop.rejected} so far): {error}", throttle_duration_sec=WARN_PERIOD
             )
-            return
-        except Exception as error:  # a controller's own failure must not end the node
+            return None
+        except Exception as error:  # a controller's own failure must not end the node, nor leave torque held
             self.failures += 1
+            self.send_zero()
             self.get_logger().error(
-                f"the controller failed on a joint state ({self.failures} so far, no command sent): "
+                f"the controller failed on a joint state ({self.failures} so far, zero torque sent): "
                 f"{type(error).__name__}: {error}",
                 throttle_duration_sec=WARN_PERIOD,
             )
-            return
+            return None
+        self._last_stamp = (sec, nanosec)
+        say(self, output.said)
         if self.loop.restarts > restarts:
             self.get_logger().info(
-                f"time line restarted at the state stamped {sec}.{nanosec:09d} s "
-                f"(a new target, or time went back); controller reset ({self.loop.restarts} restarts so far)"
+                f"time line restarted at the state stamped {sec}.{nanosec:09d} s (a new target, time went back, "
+                f"or states came back after a gap); controller reset ({self.loop.restarts} restarts so far)"
             )
         out = self.out
         out.publish(self.command_pub, self._command(output, sec, nanosec))
@@ -208,10 +252,63 @@ class ControllerNode(KitNode):
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
         say(self, self.progress.controlled(output.t))
+        return output
+
+    def _reader_matched(self) -> bool:
+        """Whether the command topic has a reader now (said once, as control starts, or while waiting)."""
+        topic = self._command_topic
+        if self.command_pub.get_subscription_count() == 0:
+            self.get_logger().info(
+                f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
+                "control starts when it has one",
+                throttle_duration_sec=WAIT_REPORT,
+            )
+            return False
+        self._awaits_reader = False
+        self.get_logger().info(f"{topic} has a reader; control starts with this state")
+        return True
 
     def stop_report(self) -> str:
         """Return what a stop by a signal says: the run's commands and where the tip was left."""
         return f"stopped by a signal; {self.progress.summary()}"
+
+    def send_zero(self) -> None:
+        """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state)."""
+        zero = self.loop.command_torque(np.zeros(self.loop.num_joints)).tolist()
+        if self._stamped:
+            self.command_pub.publish(self._command_writer.pack(*self._last_stamp, (), (), zero))
+        else:
+            self.command_pub.publish(Float64MultiArray(data=zero))
+
+    def check_states(self, now: float | None = None) -> None:
+        """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next.
+
+        ``now`` is the monotonic time (s) to judge at; ``None`` for the clock's.
+        """
+        said = self.watch.check(time.monotonic() if now is None else now)
+        if said:
+            self.send_zero()
+            self.loop.hold()
+            say(self, said)
+
+    def close(self) -> None:
+        """Leave the arm at zero torque: publish a zero command as the last one and wait for its readers to take it.
+
+        Runs on every way out :func:`~skelarm_ros.nodes.running.run_node` sees (a signal, the
+        end of the run, an error that ends the spin), before the node is destroyed. A
+        driver that holds the last command then holds zero.
+        """
+        if not self.params.zero_on_stop:
+            return
+        try:
+            self.send_zero()
+            unacked = wait_for_acknowledgements([self.command_pub], ZERO_ACK_TIMEOUT, stopped=lambda: False)
+        except Exception as error:  # the context may already be gone: say it, the node ends anyway
+            self.get_logger().error(f"could not send the last zero command: {type(error).__name__}: {error}")
+            return
+        # A reader acknowledges at the writer's next heartbeat (up to seconds apart), not per message.
+        later = f" (not acknowledged by every reader within {ZERO_ACK_TIMEOUT:g} s)" if unacked else ""
+        self.get_logger().info(f"sent zero torque on {self._command_topic} as the last command{later}")
 
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""

@@ -41,7 +41,7 @@ from skelarm_ros.nodes.params.fields import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from rclpy.node import Node
 
@@ -111,6 +111,19 @@ def given_parameters(node: Node) -> dict[str, Parameter]:
     (test/test_kit.py fails if a new rclpy moves it).
     """
     return dict(node._parameter_overrides)  # rclpy offers no public way to list them
+
+
+def leave_to_others(node: Node, own: type, others: Sequence[type]) -> None:
+    """Take out of ``node``'s given parameters those only ``others`` declare (nodes of one process share them).
+
+    Every node of a process gets the parameters of its command line and parameter
+    files; in the composed graph the simulator and the controller share one set, and
+    each leaves the other's own to it. A name neither declares is still refused.
+    """
+    mine = {declaration.name for declaration in declarations(own)}
+    theirs = {declaration.name for other in others for declaration in declarations(other)} - mine
+    for name in theirs:
+        node._parameter_overrides.pop(name, None)  # the attribute given_parameters reads
 
 
 def declare_parameters[P](node: Node, params: type[P], doc: str) -> P:

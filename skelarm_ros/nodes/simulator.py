@@ -60,12 +60,13 @@ if TYPE_CHECKING:
 
     import numpy as np
     from numpy.typing import NDArray
+    from rclpy.publisher import Publisher
 
 NODE_NAME = "simulator"
 DOC = "docs/simulator.md"
 WATCH_PERIOD = 0.02  # s, how often the start condition and the lockstep timeout are looked at
 WARN_EVERY = 2.0  # s, throttle of per-message warnings
-ACK_TIMEOUT = 10.0  # s, how long a finished run waits for reliable readers to acknowledge
+ACK_TIMEOUT = 10.0  # s, the longest a finished run waits for its reliable readers to take the last states
 HISTORY = 100  # realtime: messages kept per topic
 
 
@@ -119,7 +120,8 @@ class SimulatorNode(KitNode):
             duration=params.duration,
             command_timeout=params.command_timeout,
             lockstep_timeout=params.lockstep_timeout,
-            start_condition=self._need_controller or self.min_subscribers > 0,
+            start_condition=self._need_controller or self.min_subscribers > 0 or params.min_tip_subscribers > 0,
+            settle=params.start_settle,
             answered=self.sim.answered,
             tick_period=self.sim.dt / params.real_time_factor,
         )
@@ -388,6 +390,7 @@ class SimulatorNode(KitNode):
             need_controller=self._need_controller,
             command_topic=self.command_sub.topic_name,
             wrench_topic=self.wrench_sub.topic_name,
+            tip_readers=(self.tip_pub.get_subscription_count(), self.params.min_tip_subscribers),
         )
 
     # -- the end ------------------------------------------------------------------------------------------
@@ -396,12 +399,24 @@ class SimulatorNode(KitNode):
         """Return what a stop by a signal says: the run's summary."""
         return f"stopped by a signal; {self.run.summary().text()}"
 
+    def last_publishers(self) -> list[Publisher]:
+        """Return the publishers whose reliable readers must take the last messages before the process exits.
+
+        ``joint_states``, ``tip`` and ``/clock``; a process running more nodes (the
+        composed graph's controller) adds theirs.
+        """
+        return [pub for pub in (self.state_pub, self.tip_pub, self.clock_pub) if pub is not None]
+
     def wrap_up(self) -> int:
-        """After the run ended by itself: wait for the readers to take the last states; return the exit code."""
+        """After the run ended by itself: wait for the readers to take the last states; return the exit code.
+
+        The wait ends when the last reader that had not taken them has (no fixed time),
+        after at most :data:`ACK_TIMEOUT` seconds (a reader that never acknowledges: a
+        warning, still exit 0), or at a stop request.
+        """
         code = super().wrap_up()
         if code == 0:
-            publishers = [pub for pub in (self.state_pub, self.tip_pub, self.clock_pub) if pub is not None]
-            self.wait_for_readers(publishers, ACK_TIMEOUT, "the last states")
+            self.wait_for_readers(self.last_publishers(), ACK_TIMEOUT, "the last states")
         return code
 
 

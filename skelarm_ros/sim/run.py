@@ -33,6 +33,7 @@ from skelarm_ros.interface import (
     JOINT_STATES,
     LOCKSTEP,
     REALTIME,
+    TIP,
     TIP_WRENCH,
     WARNING,
     Say,
@@ -44,7 +45,7 @@ from skelarm_ros.interface import (
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
 
-START_SETTLE = 0.5  # s the start condition must hold before step 0, while discovery settles
+START_SETTLE = 0.5  # s the start condition must hold before step 0, for readers it does not count
 WAIT_REPORT = 5.0  # s between two reports of what a start is waiting for
 
 
@@ -59,6 +60,7 @@ def start_missing(
     need_controller: bool = True,
     command_topic: str = JOINT_COMMANDS,
     wrench_topic: str = TIP_WRENCH,
+    tip_readers: tuple[int, int] = (0, 0),
 ) -> list[str]:
     """Say what step 0 still waits for; empty when the run can start.
 
@@ -88,6 +90,8 @@ def start_missing(
         when asked to wait for its controller).
     command_topic, wrench_topic : str, optional
         The command and wrench topics' names, for the log line.
+    tip_readers : tuple[int, int], optional
+        ``tip`` readers matched, and how many to wait for (a recorder's).
 
     Returns
     -------
@@ -105,6 +109,9 @@ def start_missing(
     expected = max(int(need_controller), min_readers, len(reader_nodes))
     if matched_readers < expected:
         missing.append(f"{JOINT_STATES} readers matched ({matched_readers} of {expected})")
+    tips, wanted_tips = tip_readers
+    if tips < wanted_tips:
+        missing.append(f"{TIP} readers matched ({tips} of {wanted_tips})")
     return missing
 
 

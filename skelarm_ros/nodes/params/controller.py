@@ -9,7 +9,15 @@ This module imports neither rclpy nor numpy.
 from dataclasses import dataclass
 from typing import Annotated
 
-from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, TIME_REVERSAL_MODES
+from skelarm_ros.interface import (
+    COMMAND_INTERFACES,
+    COMMANDS,
+    CONTROLLER_MODELS,
+    MODEL_ARM,
+    PLAN_FROM,
+    PLAN_FROM_STATE,
+    TIME_REVERSAL_MODES,
+)
 from skelarm_ros.nodes.params.fields import choice, count, number, param
 
 
@@ -55,7 +63,73 @@ class ControllerParams:
             "Pinocchio model for computed torque, inverse-dynamics PD and MPC", details="See [Fast model](#fast-model)."
         ),
     ] = True
-    qos_depth: Annotated[int, count("history depth of joint_states and effort_controller/commands", low=1)] = 10
+    controller_model: Annotated[
+        str,
+        choice(
+            CONTROLLER_MODELS,
+            "model of computed torque, inverse-dynamics PD and MPC: arm (the scenario's grav_vec, the links' armature "
+            "and friction) or skelarm (skelarm's own, gravity-free)",
+            details="`skelarm` equals `skelarm.run_scenario` offline; both are the same for a scenario without "
+            "gravity and drive keys. See [Driving a real arm](#driving-a-real-arm).",
+        ),
+    ] = MODEL_ARM
+    plan_from: Annotated[
+        str,
+        choice(
+            PLAN_FROM,
+            "a tracking controller's reference starts at the first state it controls (state) or at the scenario's "
+            "initial pose (scenario)",
+            details="From the scenario's very pose both are the same plan (lockstep equals offline). See "
+            "[Driving a real arm](#driving-a-real-arm).",
+        ),
+    ] = PLAN_FROM_STATE
+    soft_start: Annotated[
+        float,
+        number(
+            "the effort limits ramp in from zero over this time at the start of control; 0: none",
+            zero=True,
+            live=True,
+            details="A joint without a limit has its torque scaled by the same ramp. The launch sets 1 s with "
+            "`hardware:=none`.",
+        ),
+    ] = 0.0
+    state_timeout: Annotated[
+        float,
+        number(
+            "no new joint state for this long: one zero command and a warning; 0: never",
+            zero=True,
+            live=True,
+            details="Control resumes with the next state, restarting from it. The launch sets 0 in lockstep "
+            "and in a shadow replay, where nothing holds a command.",
+        ),
+    ] = 0.25
+    zero_on_stop: Annotated[
+        bool,
+        param(
+            "publish zero torque as the last command when the node stops (a signal, a launch shutdown, an error)",
+            details="A driver holds the last command it got. The launch sets it false in lockstep and in a shadow "
+            "replay, where no arm holds a command and a recording ends with the run's own last command.",
+        ),
+    ] = True
+    wait_for_reader: Annotated[
+        bool,
+        param(
+            "control no state until the command topic has a reader (a driver's effort controller), so the time line "
+            "starts when commands can arrive",
+            details="States before that are not controlled (nothing is sent, the reference does not run ahead of "
+            "an arm that gets no commands). With `min_subscribers` above 0 its held-back start applies instead. "
+            "The launch sets it false in a shadow replay, whose commands need no reader.",
+        ),
+    ] = True
+    qos_depth: Annotated[
+        int,
+        count(
+            "history depth of joint_states and effort_controller/commands",
+            low=1,
+            details="On a driver (`wait_for_reader` with `min_subscribers` 0) joint_states keeps only the newest "
+            "state (see [Driving a real arm](#driving-a-real-arm)).",
+        ),
+    ] = 10
     reliable_states: Annotated[
         bool,
         param(

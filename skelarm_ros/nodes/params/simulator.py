@@ -122,6 +122,24 @@ class SimulatorParams:
             details="In both modes; the launch sets it to its controller and recorder, so neither misses the start.",
         ),
     ] = 0
+    min_tip_subscribers: Annotated[
+        int,
+        count(
+            "tip readers to wait for before step 0",
+            1000,
+            details="The launch sets it to 1 when it records, so the bag has every tip from step 0's on.",
+        ),
+    ] = 0
+    start_settle: Annotated[
+        float,
+        number(
+            "time the start condition must hold before step 0",
+            zero=True,
+            details="For readers the condition does not count (a plotting tool's tip reader, "
+            "robot_state_publisher's joint_states reader), which may still be on their way. The launch sets 0 "
+            "when it counts every reader of its graph (no extra_readers, rviz, force_source or use_sim_time).",
+        ),
+    ] = 0.5
     wait_for_controller: Annotated[
         bool,
         param(
