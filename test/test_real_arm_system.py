@@ -30,7 +30,7 @@ from procs import NS, START_TIMEOUT, stamp_ns
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm, load_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a stand-in driver at 250 Hz and wall-time deadlines: alone
 
 rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
