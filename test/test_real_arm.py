@@ -169,6 +169,20 @@ def test_a_gap_in_the_states_is_warned_once_and_their_return_said():
         StateWatch(-1.0, "/arm/joint_states")
 
 
+def test_a_controller_held_up_does_not_take_its_own_pause_for_stale_states():
+    watch = StateWatch(0.25, "/arm/joint_states")
+    watch.heard(10.0)
+    assert watch.check(10.02) == []
+    # The process stalled for 0.33 s: the check that comes first after it looks again next time, when the
+    # state waiting behind it has been taken; no zero command, no restart.
+    assert watch.check(10.35) == [] and not watch.stale
+    assert watch.heard(10.351) == []
+    assert watch.check(10.37) == [] and watch.gaps == 0
+    # Checks that keep coming late defer once: a dead bus is still noticed.
+    assert watch.check(10.8) == []
+    assert [item.level for item in watch.check(11.3)] == [WARNING] and watch.stale
+
+
 def test_after_a_hold_the_controller_restarts_replanned_from_the_returning_state(tmp_path):
     path = reach(tmp_path)
     loop, _ = build_control_loop(path, soft_start=0.2)

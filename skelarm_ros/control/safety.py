@@ -188,6 +188,8 @@ class StateWatch:
         self.stale = False
         self.gaps = 0
         self._last: float | None = None
+        self._checked: float | None = None  # when the last check ran
+        self._deferred = False  # the last check came late and left its judgement to the next
 
     def heard(self, now: float) -> list[Say]:
         """Take the arrival of a state at ``now`` (s, a monotonic clock); say a return after a gap."""
@@ -207,10 +209,19 @@ class StateWatch:
     def check(self, now: float) -> list[Say]:
         """Return a warning once when the gap since the last state passes the timeout, else nothing.
 
-        The caller sends one zero command when a warning comes back.
+        The caller sends one zero command when a warning comes back. A check that itself
+        comes more than half the timeout after the one before found the process held up
+        (a state may be waiting behind it, not missing): it leaves the judgement to the next
+        check, once, so a stalled controller does not take its own pause for stale states.
         """
+        late = self._checked is not None and now - self._checked > 0.5 * self.timeout
+        self._checked = now
         if self.timeout <= 0.0 or self.stale or self._last is None:
             return []
+        if late and not self._deferred:
+            self._deferred = True
+            return []
+        self._deferred = False
         gap = now - self._last
         if gap <= self.timeout:
             return []
