@@ -136,7 +136,14 @@ class Bag:
         streams = [source(wanted) for source in self._sources]
         merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: item[2])
         try:
-            yield from merged
+            for item in merged:
+                if item[2].__class__ is not int:  # a damaged SQLite row can hold anything as its time
+                    msg = (
+                        f"bag '{self.path}' is damaged: a message on {item[0]} has no log time "
+                        f"({item[2]!r}); repair it (ros2 bag reindex) or re-record it"
+                    )
+                    raise BagError(msg)
+                yield item
         except READ_ERRORS as error:
             msg = (
                 f"bag '{self.path}' is damaged after some messages ({error}); "
