@@ -91,6 +91,25 @@ def test_a_far_start_is_planned_from_the_state_and_said_once(tmp_path):
     assert quiet == []
 
 
+def test_restart_time_starts_the_time_line_at_the_next_state_without_replanning(tmp_path):
+    path = reach(tmp_path)
+    loop, _ = build_control_loop(path)
+    names = loop.joint_names
+    q = (np.array(loop.initial_q) + np.radians([30.0, 0.0, 0.0, 0.0])).tolist()
+    rest = [0.0] * len(q)
+    first = loop.control(names, q, rest, 1_000_000_000)
+    loop.restart_time()  # the first state took long: 40 ms of states came meanwhile, the arm at rest
+    again = loop.control(names, q, rest, 1_040_000_000)
+    later = loop.control(names, q, rest, 1_044_000_000)
+    assert first.t == again.t == 0.0 and later.t == pytest.approx(0.004)
+    assert np.allclose(again.torque, first.torque)  # the reference has not run ahead of the arm
+    assert loop.restarts == 0 and again.said == []
+    unmoved, _ = build_control_loop(path)
+    unmoved.control(names, q, rest, 1_000_000_000)
+    ahead = unmoved.control(names, q, rest, 1_040_000_000)
+    assert ahead.t == pytest.approx(0.04) and np.abs(ahead.torque).max() > np.abs(first.torque).max()
+
+
 def test_plan_from_is_checked(tmp_path):
     with pytest.raises(ValueError, match="plan_from 'here' is not one of state, scenario"):
         build_control_loop(reach(tmp_path), plan_from="here")

@@ -251,6 +251,7 @@ class ControlLoop:
         self._pending_target: NDArray[np.float64] | None = None
         self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from
         self._held = False  # control stopped (stale states): the next state starts afresh
+        self._retime = False  # the next state starts the time line again, the controller as it is
 
     def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
         """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
@@ -501,18 +502,7 @@ class ControlLoop:
             target, self._pending_target = self._pending_target, None
             self._apply_target(target)
             self._origin = None
-        said: list[Say] = []
-        if self._origin is None:
-            if last is not None:
-                self.restarts += 1
-            if self._held or self._ramp_origin is None or (last is not None and stamp_ns < last):
-                said += self._start_here(q, replanned)
-                self._ramp_origin = stamp_ns
-            self.controller.reset(self.skeleton)
-            self._origin = stamp_ns
-            t = 0.0
-        else:
-            t = self._time(stamp_ns - self._origin)
+        t, said = self._clock(q, stamp_ns, last, replanned)
         self._last_stamp = stamp_ns
         self._t = t
         self.controller.update(t, self.skeleton, self.dt)
@@ -531,6 +521,35 @@ class ControlLoop:
             said += limited
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
         return ControlOutput(torque, channels, t, said)
+
+    def _clock(
+        self, q: NDArray[np.float64], stamp_ns: int, last: int | None, replanned: bool
+    ) -> tuple[float, list[Say]]:
+        """Return the controller's time for a state (starting the time line where it starts) and what to say."""
+        said: list[Say] = []
+        if self._origin is None:
+            if last is not None:
+                self.restarts += 1
+            if self._held or self._ramp_origin is None or (last is not None and stamp_ns < last):
+                said += self._start_here(q, replanned)
+                self._ramp_origin = stamp_ns
+            self.controller.reset(self.skeleton)
+            self._origin = stamp_ns
+            return 0.0, said
+        if self._retime:
+            self._retime = False
+            self._origin = stamp_ns
+            return 0.0, said
+        return self._time(stamp_ns - self._origin), said
+
+    def restart_time(self) -> None:
+        """Start the time line again at the next state, with the controller as it is (nothing replanned).
+
+        For a live arm after a slow first state (planning the reference from it): the
+        states that came meanwhile are newer by the planning's time, which the arm, held at
+        rest, did not move through; without this the reference would start that far ahead.
+        """
+        self._retime = True
 
     def _time(self, elapsed_ns: int) -> float:
         """Return the controller's time for a state ``elapsed_ns`` after the first of its time line.

@@ -52,6 +52,7 @@ DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
 WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
 ZERO_ACK_TIMEOUT = 1.0  # seconds the last (zero) command waits for every reliable reader to take it
+SLOW_START = 0.01  # seconds a state's control may take before a driver's time line starts at the next state
 WATCH_PERIOD = 0.02  # seconds between two looks at the joint states' age (at most; a quarter of state_timeout)
 
 
@@ -141,6 +142,7 @@ class ControllerNode(KitNode):
         # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
         # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
         self._awaits_reader = on_driver
+        self._on_driver = on_driver
         joints = self.loop.num_joints
         LiveParameters(
             self,
@@ -211,7 +213,16 @@ class ControllerNode(KitNode):
         say(self, self.watch.heard(time.monotonic()))
         if self._awaits_reader and not self._reader_matched():
             return
-        self.answer(names, positions, velocities, sec, nanosec)
+        started = time.monotonic()
+        output = self.answer(names, positions, velocities, sec, nanosec)
+        took = time.monotonic() - started
+        if self._on_driver and output is not None and output.t == 0.0 and took > SLOW_START:
+            # A live arm did not move through the time this state took (planning from it): the next state
+            # starts the time line, or the reference would start that far ahead of the arm.
+            self.loop.restart_time()
+            self.get_logger().info(
+                f"the first state took {took:.3f} s to control (planning from it); the time line starts at the next"
+            )
 
     def answer(
         self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], sec: int, nanosec: int
