@@ -194,6 +194,28 @@ def check_non_negative(name: str, value: object, unit: str = "s") -> float:
     return _number(name, value, unit, zero=True)
 
 
+SLICE_RANGE = (0.0001, 0.1)  # s: the CPU slices Linux takes for a thread under normal scheduling
+
+
+def check_time_slice(name: str, value: object) -> float:
+    """Return ``value`` as a float after checking it is 0 or a CPU slice Linux takes (0.1 ms to 100 ms).
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be 0 (the kernel's default) or from 0.0001 to 0.1 (s), got <value>"``.
+    """
+    low, high = SLICE_RANGE
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (number == 0.0 or low <= number <= high):
+        msg = f"{name} must be 0 (the kernel's default) or from {low:g} to {high:g} (s), got {value!r}"
+        raise ValueError(msg)
+    return number
+
+
 def check_count(name: str, value: object, high: int | None = None, low: int = 0) -> int:
     """Return ``value`` as an int after checking it is a whole number from ``low`` to ``high`` (``None``: no bound).
 

@@ -138,6 +138,8 @@ def test_force_replay_is_stepped_in_lockstep_and_the_simulator_waits_for_it(tmp_
 def test_record_starts_the_recorder_with_its_own_topic_list(tmp_path):
     recorder = by_executable({"record": str(tmp_path / "bag")})["recorder"]
     assert recorder.parameters == {"output": str(tmp_path / "bag"), "storage": "sqlite3", "use_sim_time": False}
+    lockstep = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})["recorder"]
+    assert lockstep.parameters["nice"] == 10  # it yields a core to the loop; keep-all loses nothing
 
 
 def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_path):

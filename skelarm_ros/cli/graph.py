@@ -62,6 +62,7 @@ RVIZ_CONFIG = Path("config") / "skelarm.rviz"
 REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
 REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
 HARDWARE_SOFT_START = 1.0  # seconds the controller's effort limits ramp in over on a real arm's driver
+LOCKSTEP_RECORDER_NICE = 10  # the recorder's nice value in lockstep (docs/bags.md)
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
 ParameterValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
@@ -492,9 +493,13 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         specs.append(_force_replay(graph))
     if graph.record:
         # The recorder's own topic list (both command interfaces, robot_description, ...) is kept.
-        specs.append(
-            graph.node("recorder", {RECORDER.output: graph.record, RECORDER.storage: graph.values["record_storage"]})
-        )
+        recorder: dict[str, ParameterValue] = {
+            RECORDER.output: graph.record,
+            RECORDER.storage: graph.values["record_storage"],
+        }
+        if graph.lockstep:  # it takes its messages when the loop leaves a core free; keep-all loses none
+            recorder[RECORDER.nice] = LOCKSTEP_RECORDER_NICE
+        specs.append(graph.node("recorder", recorder))
     if graph.shadow:
         specs.append(_player(graph))
     if _flag(graph.values, "rviz"):

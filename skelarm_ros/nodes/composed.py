@@ -188,15 +188,12 @@ class ComposedSimulator(SimulatorNode):
                 return
         self._drive_timer.cancel()
 
-    def tick(self) -> None:
-        """Realtime: step as the simulator does, and count the step's lateness against its deadline."""
+    def on_beat(self, due: float) -> None:
+        """Realtime: step as the simulator does, and count the step's lateness against its deadline ``due``."""
         if not self.run.stepping:
             self.lateness.restart()
             return
-        now = time.monotonic()
-        period = self.lateness.period
-        due = now + self._step_timer.time_until_next_call() * 1e-9 - period
-        super().tick()
+        super().on_beat(due)
         self.lateness.stepped(due, time.monotonic())
 
     def on_reset(self, request: Any, response: Any) -> Any:

@@ -106,6 +106,7 @@ class ControllerNode(KitNode):
         for problem in problems:
             self.get_logger().warning(problem)
         self.thread_priority = params.thread_priority
+        self.time_slice = params.scheduler_slice
         self.failures = 0
         self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.

@@ -113,6 +113,7 @@ class Recorder(KitNode):
     def setup(self) -> None:
         """Declare parameters, open the bag and start discovery."""
         params = self.params = declare_parameters(self, RecorderParams, DOC)
+        self.nice = params.nice
         output = params.output or datetime.now(UTC).strftime("recorder_%Y%m%d_%H%M%S")
         self._wanted = {self._resolve(name) for name in params.topics}
         self._controller = self._resolve(CONTROLLER_NAMESPACE) + "/"

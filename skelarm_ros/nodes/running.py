@@ -33,7 +33,7 @@ from rclpy.utilities import remove_ros_args
 from skelarm_ros.interface import ERROR, WARNING
 from skelarm_ros.nodes.graph_queries import wait_for_acknowledgements
 from skelarm_ros.nodes.parameters import parameter_problem
-from skelarm_ros.nodes.spinning import node_executor, request_stop, spin_until, stop_requested, try_shutdown
+from skelarm_ros.nodes.spinning import Beat, node_executor, request_stop, spin_until, stop_requested, try_shutdown
 from skelarm_ros.startup import NODE_STOPPED, STOP_SIGNALS, restore_signals, take_signals
 
 if TYPE_CHECKING:
@@ -71,6 +71,12 @@ class KitNode(Node):
         Completed with the exit code when the run ends by itself (:meth:`finish`).
     thread_priority : int
         SCHED_FIFO priority for the process's threads (0 leaves the scheduler alone).
+    time_slice : float
+        The CPU slice (s) the process's threads ask for under normal scheduling (0: the kernel's).
+    nice : int
+        The nice value the process's threads run at (0: normal).
+    beat : Beat | None
+        Deadlines :func:`run_node`'s spin keeps for the node (the realtime simulator's steps).
     node_name : str
         The node's (and its program's) name; :func:`run_node` takes it, ``description``
         (one sentence for ``--help``) and ``doc`` from the class.
@@ -91,6 +97,9 @@ class KitNode(Node):
         super().__init__(node_name or self.node_name, **kwargs)
         self.finished: Future = Future()
         self.thread_priority = 0
+        self.time_slice = 0.0
+        self.beat: Beat | None = None
+        self.nice = 0
         try:
             self.setup()
         except BaseException:
@@ -215,10 +224,12 @@ def _run(factory: Callable[[], KitNode], name: str, doc: str) -> int:
             return NODE_STOPPED
         raise
     try:
-        executor = node_executor(node, node.thread_priority, events=node.events_executor)
+        executor = node_executor(
+            node, node.thread_priority, events=node.events_executor, time_slice=node.time_slice, nice=node.nice
+        )
         for companion in node.companions():
             executor.add_node(companion)
-        if spin_until(node, executor, node.finished):
+        if spin_until(node, executor, node.finished, node.beat):
             return node.wrap_up()
         report = node.stop_report()
         if report:  # the context is still up: a signal only ended the spin

@@ -49,6 +49,7 @@ from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.nodes.running import KitNode, run_node, say
+from skelarm_ros.nodes.spinning import Beat
 from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.run import SimulatorRun, start_missing
 from skelarm_ros.sim.scenario import load_arm
@@ -127,6 +128,7 @@ class SimulatorNode(KitNode):
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = params.thread_priority
+        self.time_slice = 0.0 if self.lockstep else params.scheduler_slice  # a lockstep run goes flat out
         joints = self.sim.num_joints
         LiveParameters(
             self,
@@ -182,8 +184,8 @@ class SimulatorNode(KitNode):
             self.markers = SimulatorMarkers(self, arm.skeleton, arm.config, params.markers_rate, self._drawn_state)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
-        if not self.lockstep:
-            self._step_timer = self.create_timer(self.sim.dt / params.real_time_factor, self.tick, clock=steady)
+        if not self.lockstep:  # the spin keeps the steps' deadlines in its own thread (run_node)
+            self.beat = Beat(self.sim.dt / params.real_time_factor, self.on_beat)
 
     def _apply_parameters(self, params: SimulatorParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -339,6 +341,10 @@ class SimulatorNode(KitNode):
             self.finish(self.run.code or 0)
             return
         self._begin_step()
+
+    def on_beat(self, due: float) -> None:
+        """Realtime: the step due at ``due`` (steady seconds) is due now: :meth:`tick`."""
+        self.tick()
 
     def tick(self) -> None:
         """Realtime step: apply the held command (zero after a lapse) and the held force, step, publish."""

@@ -19,6 +19,7 @@ words and be destroyed in order; nothing is raised inside a callback.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import threading
 import time
@@ -27,7 +28,11 @@ from typing import TYPE_CHECKING
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.task import Future
 
+from skelarm_ros.nodes.scheduling import lower_priority, request_time_slice
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rclpy.context import Context
     from rclpy.executors import Executor
     from rclpy.node import Node
@@ -41,6 +46,42 @@ def events_executor(context: Context | None = None) -> Executor:
     from rclpy.experimental import EventsExecutor
 
     return EventsExecutor(context=context)
+
+
+class Beat:
+    """Wall-clock deadlines ``period`` apart, kept by the thread that spins (:func:`spin_until`).
+
+    A node that steps on a steady period (the realtime simulator) gives its spin a beat
+    instead of an rclpy timer. The spin then sleeps to each deadline in the thread that
+    runs the callbacks and wakes once a step; an rclpy timer wakes the executor's timer
+    thread first, which then wakes the spinning thread: two wake-ups to wait for on a
+    busy machine (docs/benchmarks.md, "The composed graph"). A deadline missed by a whole
+    period or more is skipped, as rclpy's timers skip it: the next one is the first still
+    ahead.
+
+    Parameters
+    ----------
+    period : float
+        Wall seconds between two deadlines; the first is one period after the beat is made.
+    action : Callable[[float], None]
+        Called at each deadline with the deadline (steady seconds, :func:`time.monotonic`).
+    """
+
+    def __init__(self, period: float, action: Callable[[float], None]) -> None:
+        """Make the beat; its first deadline is one ``period`` from now."""
+        self.period = period
+        self._action = action
+        self.due = time.monotonic() + period
+
+    def fire(self) -> None:
+        """Run the action for the deadline due, then set the next one (skipping those already past)."""
+        due = self.due
+        self._action(due)
+        following = due + self.period
+        now = time.monotonic()
+        if following <= now:
+            following += (math.floor((now - following) / self.period) + 1) * self.period
+        self.due = following
 
 
 _STOP = threading.Event()
@@ -116,6 +157,64 @@ def set_thread_priority(node: Node, priority: int) -> bool:
     return True
 
 
+def set_time_slice(node: Node, seconds: float) -> bool:
+    """Ask Linux for a CPU slice of ``seconds`` for every thread of this process under normal scheduling.
+
+    The ``scheduler_slice`` parameter of the simulator and the controller. Linux's
+    scheduler (EEVDF, from 6.6) gives each runnable thread a slice, a base slice
+    times a factor that grows with the cores (1.4 ms on two cores with Linux 6.18),
+    and a thread that wakes for its tick can wait for a CPU-bound one to end its
+    slice. From Linux 6.12 a thread may ask for a shorter slice (0.1 ms to 100 ms),
+    with no rights needed (:func:`~skelarm_ros.nodes.scheduling.request_time_slice`);
+    it then preempts longer-sliced work when it wakes, and its share of the CPU stays
+    as fair as before. A periodic loop that works for a fraction of a period each tick is
+    what that is for. Threads under a real-time policy (``thread_priority``) keep it;
+    an older kernel, which keeps its own slice, is said once. Call it after the
+    executor is built, so its threads exist.
+
+    Returns
+    -------
+    bool
+        Whether every thread of normal scheduling now has the slice.
+    """
+    if seconds <= 0.0:
+        return False
+    logger = node.get_logger()
+    try:
+        granted = request_time_slice(seconds)
+    except OSError as error:
+        logger.warning(f"scheduler_slice:={seconds:g} could not be set ({error.strerror}); the kernel's slice")
+        return False
+    if granted is None:
+        logger.info(f"scheduler_slice:={seconds:g} needs Linux's sched_setattr, not known here; the kernel's slice")
+        return False
+    if not granted:
+        logger.info(
+            f"scheduler_slice:={seconds:g}: this kernel keeps its own slice for normal scheduling (Linux 6.12 or "
+            "later takes one per thread); set thread_priority for real-time scheduling, or scheduler_slice:=0"
+        )
+        return False
+    logger.info(f"every thread of this process asks for a {seconds * 1e3:g} ms CPU slice (normal scheduling)")
+    return True
+
+
+def set_nice(node: Node, nice: int) -> bool:
+    """Run every thread of this process at ``nice`` (:func:`~skelarm_ros.nodes.scheduling.lower_priority`).
+
+    The recorder's ``nice`` parameter: 0 leaves the threads alone. Call it after the
+    executor is built, so its threads exist. Returns whether it was set.
+    """
+    if nice <= 0:
+        return False
+    try:
+        lower_priority(nice)
+    except OSError as error:
+        node.get_logger().warning(f"nice:={nice} could not be set ({error.strerror}); running at normal priority")
+        return False
+    node.get_logger().info(f"every thread of this process runs at nice {nice}")
+    return True
+
+
 def freeze_heap() -> None:
     """Collect once, then keep every object alive after start-up out of the cyclic garbage collector's walks.
 
@@ -129,8 +228,10 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def node_executor(node: Node, thread_priority: int = 0, *, events: bool = True) -> Executor:
-    """Get a node's process ready to spin: freeze the start-up heap, build its EventsExecutor, set the priority.
+def node_executor(
+    node: Node, thread_priority: int = 0, *, events: bool = True, time_slice: float = 0.0, nice: int = 0
+) -> Executor:
+    """Get a node's process ready to spin: freeze the heap, build its EventsExecutor, set the priority or slice.
 
     Parameters
     ----------
@@ -140,6 +241,11 @@ def node_executor(node: Node, thread_priority: int = 0, *, events: bool = True) 
         The node's ``thread_priority`` (see :func:`set_thread_priority`); 0 leaves the scheduler alone.
     events : bool, optional
         Build an EventsExecutor (else a single-threaded executor).
+    time_slice : float, optional
+        The CPU slice (s) its threads ask for under normal scheduling (see :func:`set_time_slice`),
+        when no real-time priority was set; 0 leaves the kernel's.
+    nice : int, optional
+        The nice value its threads run at (see :func:`set_nice`); 0 leaves them alone.
 
     Returns
     -------
@@ -149,11 +255,13 @@ def node_executor(node: Node, thread_priority: int = 0, *, events: bool = True) 
     freeze_heap()  # no full collection of the start-up heap in the middle of the run
     executor = events_executor(node.context) if events else SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
-    set_thread_priority(node, thread_priority)  # after the executor, so its threads exist
+    if not set_thread_priority(node, thread_priority):  # after the executor, so its threads exist
+        set_time_slice(node, time_slice)
+    set_nice(node, nice)
     return executor
 
 
-def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bool:
+def spin_until(node: Node, executor: Executor, done: Future | None = None, beat: Beat | None = None) -> bool:
     """Spin ``node`` until ``done`` completes, a stop is requested (SIGINT, SIGTERM) or its context shuts down.
 
     Parameters
@@ -164,6 +272,8 @@ def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bo
         The executor to spin.
     done : Future | None, optional
         Ends the spin when complete; ``None`` spins until the context shuts down.
+    beat : Beat | None, optional
+        Deadlines to keep: the spin waits for callbacks until the next one is due, then fires it.
 
     Returns
     -------
@@ -174,7 +284,14 @@ def spin_until(node: Node, executor: Executor, done: Future | None = None) -> bo
     context = node.context
     try:
         while context.ok() and not until.done() and not _STOP.is_set():
-            executor.spin_until_future_complete(until, timeout_sec=SPIN_SLICE)
+            if beat is None:
+                executor.spin_until_future_complete(until, timeout_sec=SPIN_SLICE)
+                continue
+            rest = beat.due - time.monotonic()
+            if rest > 0.0:
+                executor.spin_once(timeout_sec=min(rest, SPIN_SLICE))
+            else:
+                beat.fire()
     except (KeyboardInterrupt, ExternalShutdownException):
         return False
     except RuntimeError:

@@ -16,9 +16,11 @@ from skelarm_ros.interface import (
     MODEL_ARM,
     PLAN_FROM,
     PLAN_FROM_STATE,
+    SLICE_RANGE,
     TIME_REVERSAL_MODES,
+    check_time_slice,
 )
-from skelarm_ros.nodes.params.fields import choice, count, number, param
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,17 @@ class ControllerParams:
             details="As the simulator's ([simulator.md](simulator.md)).",
         ),
     ] = 0
+    scheduler_slice: Annotated[
+        float,
+        Spec(
+            "the CPU slice the process's threads ask Linux for under normal scheduling (s); 0: the kernel's",
+            check=check_time_slice,
+            low=0.0,
+            high=SLICE_RANGE[1],
+            details="As the simulator's ([simulator.md](simulator.md)): the controller answers each state as it "
+            "comes, a short piece of work, in every mode.",
+        ),
+    ] = 0.0001
     min_subscribers: Annotated[
         int,
         count(

@@ -48,3 +48,16 @@ class RecorderParams:
             details="16 MiB by default.",
         ),
     ] = DEFAULT_CACHE_SIZE
+    nice: Annotated[
+        int,
+        count(
+            "nice value of the process's threads (0: normal, 19: the lowest priority)",
+            19,
+            details="The launch sets 10 in lockstep: the recorder then takes its messages when the loop leaves a core "
+            "free instead of preempting the simulator and the controller at each one, which kept a recorded "
+            "two-process lockstep at 76-90 % of the unrecorded rate against 62-77 % at 0 "
+            "([benchmarks.md](benchmarks.md#the-composed-graph)). Nothing is lost: in lockstep every topic is "
+            "reliable with keep-all history, and the loop waits for a recorder that falls behind. Left at 0 in "
+            "realtime, where a reader that falls behind loses messages.",
+        ),
+    ] = 0

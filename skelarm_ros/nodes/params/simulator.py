@@ -9,14 +9,23 @@ This module imports neither rclpy nor numpy.
 from dataclasses import dataclass
 from typing import Annotated
 
-from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, MODES, REALTIME
-from skelarm_ros.nodes.params.fields import choice, count, number, param
+from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, MODES, REALTIME, SLICE_RANGE, check_time_slice
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
 
 THREAD_PRIORITY = (
     "As ros2_control's controller manager offers it; needs real-time rights (`rtprio` in "
     "`/etc/security/limits.conf`, or `CAP_SYS_NICE`), else one warning and normal scheduling. Meant for realtime "
     "mode: in lockstep both nodes run flat out, and at real-time priority they leave little CPU to anything else. "
     "What it changes on time shares is in [benchmarks.md](benchmarks.md)."
+)
+
+SCHEDULER_SLICE = (
+    "Linux 6.12 or later: under normal scheduling (no `thread_priority`) the process's threads ask the kernel for "
+    "this slice (0.1-100 ms, no rights needed) instead of the kernel's (a base slice times a factor that grows with "
+    "the cores: 1.4 ms on two cores with Linux 6.18), so a thread waking for its tick preempts CPU-bound work "
+    "instead of waiting for the end of its slice; "
+    "its share of the CPU stays as fair as before. An older kernel keeps its own slice (said once). "
+    "What it changes on time shares is in [benchmarks.md](benchmarks.md#the-composed-graph)."
 )
 
 
@@ -46,7 +55,7 @@ class SimulatorParams:
         str,
         choice(
             MODES,
-            "realtime (a timer at the step) or lockstep (each step waits for its command)",
+            "realtime (a step every dt of the wall clock) or lockstep (each step waits for its command)",
             details="See [Modes](#modes).",
         ),
     ] = REALTIME
@@ -90,7 +99,7 @@ class SimulatorParams:
     real_time_factor: Annotated[
         float,
         number(
-            "realtime: timer period dt/real_time_factor",
+            "realtime: wall seconds between steps are dt/real_time_factor",
             "simulated s per wall s",
             details="Other nodes follow with `use_sim_time:=true`.",
         ),
@@ -153,6 +162,16 @@ class SimulatorParams:
             "SCHED_FIFO priority (1-99) for the process's threads, if permitted; 0: none", 99, details=THREAD_PRIORITY
         ),
     ] = 0
+    scheduler_slice: Annotated[
+        float,
+        Spec(
+            "realtime: the CPU slice the process's threads ask Linux for under normal scheduling (s); 0: the kernel's",
+            check=check_time_slice,
+            low=0.0,
+            high=SLICE_RANGE[1],
+            details=SCHEDULER_SLICE,
+        ),
+    ] = 0.0001
     markers_rate: Annotated[
         float,
         number(
