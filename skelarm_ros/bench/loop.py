@@ -25,6 +25,7 @@ import math
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,7 @@ COMPOSED_ON_TIME_TARGET = 99.9  # % of 1 kHz steps on time by the wall clock, tw
 BURNERS = 2  # CPU-bound processes beside the realtime composed run
 BURN = "while True: pass"
 START_TIMEOUT = 60.0  # s for processes to start and find each other
+SLICE = 0.0001  # s, the nodes' default scheduler_slice
 PRIORITY = 50  # thread_priority of the realtime runs with SCHED_FIFO, as ros2_control's default
 _domains = itertools.count()
 
@@ -245,10 +247,17 @@ def pong(executor_kind: str, raw: bool = False) -> int:
     return 0
 
 
-def sleeper(count: int, period: float) -> int:
-    """Sleep to each of ``count`` deadlines ``period`` apart and say the lateness: the floor of a realtime loop here."""
+def sleeper(count: int, period: float, time_slice: float = 0.0) -> int:
+    """Sleep to each of ``count`` deadlines ``period`` apart and say the lateness: the floor of a realtime loop here.
+
+    With ``time_slice`` the process first asks Linux for that CPU slice, as the nodes' ``scheduler_slice`` does.
+    """
+    from skelarm_ros.nodes.scheduling import request_time_slice
     from skelarm_ros.sim.lateness import StepLateness
 
+    if time_slice and not request_time_slice(time_slice):
+        print(f"sleeper: this kernel did not take a {time_slice:g} s slice", flush=True)
+        return 1
     lateness = StepLateness(period)
     first = time.monotonic() + 0.1
     for step in range(count):
@@ -437,17 +446,24 @@ def composed_lateness(
     *,
     floor: bool = False,
     priority: int = 0,
+    time_slice: float = SLICE,
 ) -> Lateness:
     """Run the composed process in realtime at ``dt`` beside ``burners`` CPU-bound processes; return its lateness.
 
     With ``floor``, a bare Python loop that only sleeps to the same deadlines runs instead (:func:`sleeper`);
-    ``priority`` is the composed process's ``thread_priority`` (SCHED_FIFO; 0 for default scheduling).
+    ``priority`` is the composed process's ``thread_priority`` (SCHED_FIFO; 0 for default scheduling);
+    ``time_slice`` the CPU slice it (or the bare loop) asks Linux for (``scheduler_slice``; 0: the kernel's).
     """
     parameters = {"scenario": scenario, "mode": "realtime", "dt": dt, "duration": duration, "markers_rate": 0.0}
     parameters["thread_priority"] = priority
+    parameters["scheduler_slice"] = time_slice
     run = ("composed", node_args("composed", parameters))
     if floor:
-        run = ("sleeper", ["-m", __name__, "sleeper", "--count", str(round(duration / dt)), "--period", str(dt)])
+        count = str(round(duration / dt))
+        run = (
+            "sleeper",
+            ["-m", __name__, "sleeper", "--count", count, "--period", str(dt), "--slice", str(time_slice)],
+        )
     burning = [_start(["-c", BURN], os.environ, work.log("burner")) for _ in range(burners)]
     try:
         text = _pair(work, [], run, START_TIMEOUT + duration * 3.0)
@@ -463,32 +479,46 @@ def _verdict(what: str, value: float, target: float, unit: str) -> str:
     return f"{what} (target {target:g}{unit}): " + ("met" if value >= target else "NOT met")
 
 
-def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
-    """Measure and print the composed graph beside the two-process graph: lockstep alone and recorded, realtime."""
+def _lockstep_rows(work: Workspace, quick: bool) -> dict[str, float]:
+    """Measure and print the composed lockstep beside the two-process one, alone and recorded (paired rounds)."""
     results: dict[str, float] = {}
-    scenario, duration = COMPOSED_SCENARIO, 4.0 if quick else 10.0
+    scenario, duration, rounds = COMPOSED_SCENARIO, 4.0 if quick else 30.0, 1 if quick else 3
     cases = {
         "two-process": {"scenario": scenario},
         "two-process recorded": {"scenario": scenario, "record": ""},
         "composed": {"scenario": scenario, "compose": "true"},
         "composed recorded": {"scenario": scenario, "compose": "true", "record": ""},
     }
-    for _ in range(1 if quick else 2):  # interleaved, so each meets the same load; best of the rounds
+    rates: dict[str, list[float]] = {label: [] for label in cases}
+    for _ in range(rounds):  # interleaved, so the four meet the same load in each round
         for label, arguments in cases.items():
-            given = (
-                {**arguments, "record": str(work.folder / f"bag-{next(_domains)}")}
-                if "record" in arguments
-                else arguments
-            )
-            results[label] = max(results.get(label, 0.0), graph_rate(work, given, duration))
-    print(f"composed graph, lockstep, {scenario} (computed torque, fast model), as the launchers start it")
-    print(f"{'':48} {'steps/s':>9} {'vs two-process':>15}")
+            given = dict(arguments)
+            if "record" in given:
+                given["record"] = str(work.folder / f"bag-{next(_domains)}")
+            rates[label].append(graph_rate(work, given, duration))
+    ratios = {  # each round's ratio of two runs made one after the other; the median of the rounds
+        "composed alone": ("composed", "two-process"),
+        "composed recorded": ("composed recorded", "two-process recorded"),
+        "recorded kept": ("two-process recorded", "two-process"),
+    }
+    paired = {
+        key: statistics.median(a / b for a, b in zip(rates[top], rates[bottom], strict=True))
+        for key, (top, bottom) in ratios.items()
+    }
+    steps = round(duration / 0.002)
+    print(
+        f"composed graph, lockstep, {scenario} (computed torque, fast model), as the launchers start it; "
+        f"{duration:g} s simulated ({steps} steps) a run, {rounds} interleaved round(s), medians"
+    )
+    print(f"{'':48} {'steps/s':>9} {'vs two-process':>15}   each round")
     for label in cases:
-        base = results["two-process recorded" if "recorded" in label else "two-process"]
-        print(f"{label:<48} {results[label]:>9.0f} {results[label] / base:>14.2f}x")
-    alone = results["composed"] / results["two-process"]
-    recorded = results["composed recorded"] / results["two-process recorded"]
-    kept = results["two-process recorded"] / results["two-process"]
+        base = "two-process recorded" if "recorded" in label else "two-process"
+        mine = statistics.median(rates[label])
+        each = " ".join(f"{rate:.0f}" for rate in rates[label])
+        print(f"{label:<48} {mine:>9.0f} {mine / statistics.median(rates[base]):>14.2f}x   {each}")
+        results[label] = mine
+    alone, recorded, kept = paired["composed alone"], paired["composed recorded"], paired["recorded kept"]
+    results.update({"composed alone ratio": alone, "composed recorded ratio": recorded, "recorded kept": kept})
     print(
         "; ".join(
             (
@@ -497,28 +527,63 @@ def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
                 _verdict(f"two-process recorded at {kept:.0%} of unrecorded", kept * 100, RECORDED_TARGET * 100, "%"),
             )
         )
+        + " (medians of the rounds' ratios)"
     )
-    seconds = 3.0 if quick else 10.0
-    print(
-        f"realtime at 1 kHz, {seconds:g} s, beside {BURNERS} CPU-bound processes ({BURN!r}), default scheduling; "
-        "on time: the step's state out within 1 ms of when it was due"
-    )
-    print(f"{'':48} {'on time':>9} {'p99 ms':>9} {'max ms':>9}")
-    runs = (
-        ("floor: a bare Python loop sleeping to the deadlines", True, 0, "realtime floor 0.001"),
-        ("composed", False, 0, "composed realtime 0.001"),
-        (f"composed, thread_priority:={PRIORITY} (SCHED_FIFO)", False, PRIORITY, "composed realtime 0.001 priority"),
-    )
-    for label, floor, priority, key in runs:
-        late = composed_lateness(work, scenario, 0.001, seconds, BURNERS, floor=floor, priority=priority)
-        results[f"{key} on time"], results[f"{key} p99 ms"], results[f"{key} max ms"] = (
-            late.share,
-            late.p99_ms,
-            late.max_ms,
-        )
-        verdict = "" if floor or priority else "  " + _verdict("", late.share, COMPOSED_ON_TIME_TARGET, "%")
-        print(f"{label:<48} {late.share:>8.2f}% {late.p99_ms:>9.3f} {late.max_ms:>9.3f}{verdict}")
     return results
+
+
+def _lateness_rows(work: Workspace, quick: bool) -> dict[str, float]:
+    """Measure and print the 1 kHz lateness of the composed process and of a bare loop, beside CPU-bound work."""
+    results: dict[str, float] = {}
+    seconds, rounds = (3.0, 1) if quick else (10.0, 2)
+    print(
+        f"realtime at 1 kHz, {rounds} x {seconds:g} s, beside {BURNERS} CPU-bound processes ({BURN!r}), normal "
+        "scheduling unless said; on time: the step's state out within 1 ms of when it was due; rounds pooled"
+    )
+    print(f"{'':60} {'on time':>9} {'p99 ms':>9} {'max ms':>9}")
+    slice_ms = f"{SLICE * 1e3:g} ms"
+    runs = (  # label, floor, thread_priority, scheduler_slice, key
+        ("floor: a bare Python loop sleeping to the deadlines", True, 0, 0.0, "realtime floor 0.001"),
+        (f"floor, asking for a {slice_ms} slice", True, 0, SLICE, "realtime floor 0.001 slice"),
+        (f"composed (scheduler_slice:={SLICE:g}, the default)", False, 0, SLICE, "composed realtime 0.001"),
+        ("composed, scheduler_slice:=0 (the kernel's slice)", False, 0, 0.0, "composed realtime 0.001 no slice"),
+        (
+            f"composed, thread_priority:={PRIORITY} (SCHED_FIFO)",
+            False,
+            PRIORITY,
+            0.0,
+            "composed realtime 0.001 priority",
+        ),
+    )
+    pooled: dict[str, list[Lateness]] = {key: [] for *_, key in runs}
+    for _ in range(rounds):  # interleaved, so each meets the same load
+        for _label, floor, priority, slice_, key in runs:
+            pooled[key].append(
+                composed_lateness(
+                    work,
+                    COMPOSED_SCENARIO,
+                    0.001,
+                    seconds,
+                    BURNERS,
+                    floor=floor,
+                    priority=priority,
+                    time_slice=slice_,
+                )
+            )
+    for label, floor, priority, _slice, key in runs:
+        lates = pooled[key]
+        share = 100.0 * sum(late.on_time for late in lates) / max(1, sum(late.total for late in lates))
+        p99, worst = max(late.p99_ms for late in lates), max(late.max_ms for late in lates)
+        results[f"{key} on time"], results[f"{key} p99 ms"], results[f"{key} max ms"] = share, p99, worst
+        verdict = "" if floor or priority else "  " + _verdict("", share, COMPOSED_ON_TIME_TARGET, "%")
+        print(f"{label:<60} {share:>8.2f}% {p99:>9.3f} {worst:>9.3f}{verdict}")
+    print("(p99: the worst round's; each round's own share is in the runs' logs)")
+    return results
+
+
+def composed_rows(work: Workspace, quick: bool) -> dict[str, float]:
+    """Measure and print the composed graph beside the two-process graph: lockstep alone and recorded, realtime."""
+    return {**_lockstep_rows(work, quick), **_lateness_rows(work, quick)}
 
 
 def _scenario_file(work: Workspace, scenario: str, controller: dict[str, object] | None) -> str:
@@ -610,11 +675,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--executor", choices=("events", "single"), default="events")
     parser.add_argument("--raw", action="store_true", help="send and answer serialized bytes, as the nodes do")
     parser.add_argument("--period", type=float, default=0.001, help="sleeper: seconds between deadlines")
+    parser.add_argument("--slice", type=float, default=0.0, help="sleeper: CPU slice to ask Linux for (s); 0: none")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.role == "ping":
         return ping(args.count, args.joints, args.executor, args.raw)
     if args.role == "sleeper":
-        return sleeper(args.count, args.period)
+        return sleeper(args.count, args.period, args.slice)
     return pong(args.executor, args.raw)
 
 
