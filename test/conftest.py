@@ -99,21 +99,22 @@ except ImportError:  # pragma: no cover - hypothesis is a test dependency
     pass
 
 TEST_DOMAINS = range(100, 200)  # the DDS domains test processes take, one each
+EXTRA_DOMAINS = range(200, 230)  # more for a test that runs several graphs at once (test_signals_system.py)
 DOMAIN_LOCKS = Path(tempfile.gettempdir()) / "skelarm-ros-test-domains"
-_held_domain: list[IO[str]] = []  # the claimed domain's lock file, open (so locked) while this process runs
+_held_domain: list[IO[str]] = []  # the claimed domains' lock files, open (so locked) while this process runs
 
 
-def claim_domain() -> int:
-    """Return a DDS domain of ``TEST_DOMAINS`` that no other running test process holds, and hold it.
+def claim_domain(domains: range = TEST_DOMAINS) -> int:
+    """Return a DDS domain of ``domains`` that no other running test process holds, and hold it.
 
     A test process (a pytest run, or each of its pytest-xdist workers) locks the file of its domain in
     ``DOMAIN_LOCKS`` until it exits, so two test processes at once, of one checkout or of several, never
-    share a domain. The search starts at a place set by the process id.
+    share a domain. The search starts at a place set by the process id and by the domains already held.
     """
     DOMAIN_LOCKS.mkdir(exist_ok=True)
-    start = os.getpid() % len(TEST_DOMAINS)
-    for offset in range(len(TEST_DOMAINS)):
-        domain = TEST_DOMAINS[(start + offset) % len(TEST_DOMAINS)]
+    start = (os.getpid() + len(_held_domain)) % len(domains)
+    for offset in range(len(domains)):
+        domain = domains[(start + offset) % len(domains)]
         lock = (DOMAIN_LOCKS / f"{domain}.lock").open("w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -123,7 +124,7 @@ def claim_domain() -> int:
         _held_domain.append(lock)
         return domain
     msg = (
-        f"every DDS domain {TEST_DOMAINS.start}-{TEST_DOMAINS.stop - 1} is held by a running test process "
+        f"every DDS domain {domains.start}-{domains.stop - 1} is held by a running test process "
         f"(lock files in {DOMAIN_LOCKS}); end some of those runs, or set ROS_DOMAIN_ID for a serial run"
     )
     raise RuntimeError(msg)

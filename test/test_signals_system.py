@@ -21,21 +21,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import procs
 import pytest
+from conftest import EXTRA_DOMAINS, claim_domain
 from waiting import wait_until
 
 from skelarm_ros.bags.log_to_bag import log_to_bag
 from skelarm_ros.sim.engine import ArmEngine, run_controlled
 from skelarm_ros.sim.scenario import load_scenario
 from skelarm_ros.startup import started_blocked
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing checks: alone, after the parallel part (Makefile)
 
@@ -46,11 +53,29 @@ RUNS = 20  # Ctrl-C to a running graph
 PARALLEL = 3  # processes signalled at once (each on its own DDS domain)
 
 
-def environment(index: int) -> dict[str, str]:
-    """This test process's environment on a DDS domain of its own for run ``index``."""
-    env = dict(os.environ)
-    env["ROS_DOMAIN_ID"] = str(200 + (os.getpid() + index) % 30)
-    return env
+_free: queue.Queue[int] = queue.Queue()  # this test process's extra domains, the least recently used first
+_claimed: list[int] = []  # held (conftest.claim_domain) until this test process exits
+_claiming = threading.Lock()
+
+
+@contextlib.contextmanager
+def environment() -> Iterator[dict[str, str]]:
+    """This test process's environment on a DDS domain no other graph uses while the ``with`` block runs.
+
+    The domains are claimed as the test process's own is, so two test runs at once never share one; the
+    processes run at once here take one each, and one that ended gives it back for a later one.
+    """
+    with _claiming:
+        while len(_claimed) < 2 * PARALLEL:
+            _claimed.append(claim_domain(EXTRA_DOMAINS))
+            _free.put(_claimed[-1])
+    domain = _free.get()
+    try:
+        env = dict(os.environ)
+        env["ROS_DOMAIN_ID"] = str(domain)
+        yield env
+    finally:
+        _free.put(domain)
 
 
 def handles_sigterm(pid: int) -> bool:
@@ -63,26 +88,27 @@ def handles_sigterm(pid: int) -> bool:
     return bool(caught >> (signal.SIGTERM - 1) & 1)
 
 
-def interrupted(command: list[str], delay: float, index: int, cwd: Path, *, blocked: bool) -> tuple[int, str]:
+def interrupted(command: list[str], delay: float, cwd: Path, *, blocked: bool) -> tuple[int, str]:
     """Start ``command``, send SIGINT ``delay`` seconds after (a shell's: after its handlers are in place)."""
-    with started_blocked() if blocked else contextlib.nullcontext():
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=environment(index),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        if not blocked:
-            # polling /proc for the moment the handlers are in place
-            wait_until(lambda: handles_sigterm(process.pid), procs.START_TIMEOUT, poll=0.005)
-        time.sleep(delay)
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=30.0)
-    finally:
-        procs.kill(process)
+    with environment() as env:
+        with started_blocked() if blocked else contextlib.nullcontext():
+            process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            if not blocked:
+                # polling /proc for the moment the handlers are in place
+                wait_until(lambda: handles_sigterm(process.pid), procs.START_TIMEOUT, poll=0.005)
+            time.sleep(delay)
+            process.send_signal(signal.SIGINT)
+            output, _ = process.communicate(timeout=30.0)
+        finally:
+            procs.kill(process)
     return process.returncode, output.decode(errors="replace")
 
 
@@ -123,7 +149,7 @@ def test_a_signal_while_an_executable_starts_ends_it_quietly(
 
     def one(index: int) -> tuple[int, str]:
         words = [word.format(index=index) for word in command]
-        return interrupted(words, delay, index, tmp_path, blocked=started_by == "launcher")
+        return interrupted(words, delay, tmp_path, blocked=started_by == "launcher")
 
     with ThreadPoolExecutor(PARALLEL) as pool:
         results = list(pool.map(one, range(REPEATS)))
@@ -136,27 +162,28 @@ def test_a_signal_while_an_executable_starts_ends_it_quietly(
 
 
 def test_ctrl_c_stops_a_running_graph_cleanly_every_time(tmp_path: Path) -> None:
-    def one(index: int) -> tuple[int, str]:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"],
-            env=environment(index),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        lines = []
-        try:
-            assert process.stdout is not None
-            deadline = time.monotonic() + procs.START_TIMEOUT
-            for line in process.stdout:  # the graph runs once the controller reports its progress
-                lines.append(line)
-                if "stepping every" in line or time.monotonic() > deadline:
-                    break
-            process.send_signal(signal.SIGINT)
-            rest, _ = process.communicate(timeout=30.0)
-        finally:
-            procs.kill(process)
+    def one(_index: int) -> tuple[int, str]:
+        with environment() as env:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            lines = []
+            try:
+                assert process.stdout is not None
+                deadline = time.monotonic() + procs.START_TIMEOUT
+                for line in process.stdout:  # the graph runs once the controller reports its progress
+                    lines.append(line)
+                    if "stepping every" in line or time.monotonic() > deadline:
+                        break
+                process.send_signal(signal.SIGINT)
+                rest, _ = process.communicate(timeout=30.0)
+            finally:
+                procs.kill(process)
         return process.returncode, "".join(lines) + rest
 
     with ThreadPoolExecutor(PARALLEL) as pool:
