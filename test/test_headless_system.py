@@ -1,4 +1,4 @@
-"""On a robot's computer: the lockstep graph, bag_to_log, plot, player and identify with no GUI library present.
+"""On a robot's computer: the lockstep and composed graphs, bag_to_log, plot, player and identify with no GUI library.
 
 Every command runs with OpenGL, EGL, X11, xkbcommon and fontconfig hidden in a mount
 namespace (test/without_gui.py), as on a headless board or a ROS 2 base image. The
@@ -62,6 +62,14 @@ def test_the_graph_and_the_tools_run_without_gui_libraries_and_stay_light(hidden
     check_clean(done, "the launch")
     assert "recorder]: closed" in done.stdout and "none lost" in done.stdout
     check_processes(watched, {"launch", "simulator", "controller", "force_replay", "recorder"})
+
+    composed = tmp_path / "composed"  # the composed graph, in realtime: one process for both nodes
+    arguments = ["compose:=true", "duration:=1.0", f"record:={composed}"]
+    done, watched = run_watched([*hidden, *cli("launch", "sim", *arguments)], cwd=tmp_path, timeout=180)
+    check_clean(done, "the composed launch")
+    assert "recorder]: closed" in done.stdout and "none lost" in done.stdout
+    assert "step lateness:" in done.stdout
+    check_processes(watched, {"launch", "composed", "recorder"})
 
     done, _ = run_watched([*hidden, *cli("run", "bag_to_log", str(bag), "-o", str(log), "--scenario", "reach")])
     check_clean(done, "bag_to_log")
