@@ -158,3 +158,31 @@ print(sorted(os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[7, 7, 15]", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("outcome", "sentence"),
+    [
+        (False, "scheduler_slice:=0.0001: this kernel keeps its own slice for normal scheduling (Linux 6.12 or later"),
+        (None, "scheduler_slice:=0.0001 needs Linux's sched_setattr, not known here; the kernel's slice"),
+        (OSError(1, "Operation not permitted"), "scheduler_slice:=0.0001 could not be set (Operation not permitted)"),
+    ],
+    ids=["older-kernel", "not-linux", "refused"],
+)
+def test_a_slice_the_kernel_does_not_take_is_one_sentence_and_the_node_goes_on(
+    context: Any, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, outcome: Any, sentence: str
+) -> None:
+    def request(_seconds: float) -> bool | None:
+        if isinstance(outcome, OSError):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(spinning, "request_time_slice", request)
+    node = rclpy.create_node("slicing", context=context)
+    try:
+        assert not spinning.set_time_slice(node, 0.0001)
+    finally:
+        node.destroy_node()
+    err = capfd.readouterr().err
+    assert sentence in err
+    assert len([line for line in err.splitlines() if "scheduler_slice" in line]) == 1 and "Traceback" not in err
