@@ -127,6 +127,7 @@ class ComposedSimulator(SimulatorNode):
         self._need_controller = False  # it is here: step 0 waits only for the readers
         self.run.start_condition = self.min_subscribers > 0 or self.wait_for_wrench
         self.lateness = StepLateness(self.run.tick_period or self.sim.dt)
+        self._state_out: float | None = None  # when the newest step's state went out (steady seconds)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._drive_timer = self.create_timer(0.0, self.drive, clock=steady)
         self._drive_timer.cancel()
@@ -143,6 +144,7 @@ class ComposedSimulator(SimulatorNode):
         The last state of a run is answered too, as the controller node answers it (the command is not applied).
         """
         super().publish_state()
+        self._state_out = time.monotonic()  # the step's lateness ends here, before the controller's part
         sec, nanosec = self.sim.stamp()
         engine = self.sim.engine
         output = self.controller.answer(self.sim.joint_names, engine.q_list, engine.dq_list, sec, nanosec)
@@ -193,8 +195,10 @@ class ComposedSimulator(SimulatorNode):
         if not self.run.stepping:
             self.lateness.restart()
             return
+        self._state_out = None
         super().on_beat(due)
-        self.lateness.stepped(due, time.monotonic())
+        if self._state_out is not None:  # a step was made (not a halted arm's skipped one)
+            self.lateness.stepped(due, self._state_out)
 
     def on_reset(self, request: Any, response: Any) -> Any:
         """Serve ``simulator/reset`` as the simulator does; a new time line's lateness starts afresh."""
