@@ -142,6 +142,17 @@ def test_record_starts_the_recorder_with_its_own_topic_list(tmp_path):
     assert lockstep.parameters["nice"] == 10  # it yields a core to the loop; keep-all loses nothing
 
 
+def test_the_nodes_wait_for_the_recorder_by_name_when_it_records(tmp_path):
+    push = tmp_path / "push.csv"
+    push.write_text("t,fx,fy\n0,0,0\n1,1,0\n", encoding="utf-8")
+    recorded = by_executable({"record": str(tmp_path / "bag"), "force_source": str(push)})
+    for name in ("simulator", "controller", "force_replay"):
+        assert recorded[name].parameters["recorder_node"] == "recorder", name
+    composed = by_executable({"record": str(tmp_path / "bag"), "compose": "true"})["composed"]
+    assert composed.parameters["recorder_node"] == "recorder"
+    assert all("recorder_node" not in spec.parameters for spec in describe({"force_source": str(push)}))
+
+
 def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_path):
     source = tmp_path / "push.csv"
     source.write_text("t,fx,fy\n0,1,0\n1,0,0\n")

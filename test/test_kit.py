@@ -292,3 +292,33 @@ def test_a_signal_ends_the_spin_between_callbacks_and_the_node_says_its_last_wor
     assert "[waiting]: stopped by a signal; all is well" in err
     for noise in ("Traceback", "FATAL", "Exception in", "Failed to publish log message to rosout"):
         assert noise not in err, err
+
+
+def test_a_publisher_waits_for_the_named_recorder_not_just_a_count(context: Any) -> None:
+    """readers_missing: the count, then the graph's recorder by name, then every reader that can match matched."""
+    from skelarm_ros.nodes.graph_queries import node_full_name, readers_missing
+
+    node = Node("controller", context=context)
+    echo = Node("echo", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    for each in (node, echo):
+        executor.add_node(each)
+    recorder = None
+    try:
+        publisher = node.create_publisher(JointState, "joint_commands", 10)
+        named = node_full_name(node, "recorder")
+        assert named == "/recorder" and node_full_name(node, "/arm2/recorder") == "/arm2/recorder"
+        assert readers_missing(node, publisher, 1) == ["/joint_commands readers matched (0 of 1)"]
+        echo.create_subscription(JointState, "joint_commands", lambda _: None, 10)
+        assert spin_wait(executor, lambda: not readers_missing(node, publisher, 1), 20.0)  # counted only: the echo
+        assert readers_missing(node, publisher, 1, named) == ["a /joint_commands reader of /recorder"]
+        recorder = Node("recorder", context=context)
+        executor.add_node(recorder)
+        recorder.create_subscription(JointState, "joint_commands", lambda _: None, 10)
+        assert spin_wait(executor, lambda: not readers_missing(node, publisher, 1, named), 20.0)
+        assert publisher.get_subscription_count() == 2
+    finally:
+        executor.shutdown()
+        for each in (node, echo, recorder):
+            if each is not None:
+                each.destroy_node()

@@ -510,3 +510,38 @@ def test_the_node_stays_a_thin_shell(path: Path) -> None:
     # topics, services and timers (docs/architecture.md).
     lines = len(path.read_text().splitlines())
     assert lines <= 450, f"nodes/{path.name} has {lines} lines; move what is not wiring into the core"
+
+
+def test_step_0_waits_for_the_recorder_by_name_whatever_other_readers_came_first(context: rclpy.Context) -> None:
+    """A reader from outside the graph (an echo, a plotter) matched first does not stand in for the recorder."""
+    from geometry_msgs.msg import PointStamped
+
+    node = make(context, min_subscribers=1, recorder_node="recorder", start_settle=0.0)
+    echo = rclpy.create_node("echo", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    for each in (node, echo):
+        executor.add_node(each)
+    recorder = None
+    try:
+        echo.create_subscription(JointState, "joint_states", lambda _: None, 10)
+        assert spin_wait(executor, lambda: node.state_pub.get_subscription_count() >= 1, 20.0)
+        node.watch()
+        missing = node.start_missing()
+        assert "a /joint_states reader of /recorder" in missing and "a /tip reader of /recorder" in missing
+        assert not node.run.started  # the count (1) is met by the echo alone: not enough
+        recorder = rclpy.create_node("recorder", context=context)
+        executor.add_node(recorder)
+        recorder.create_subscription(JointState, "joint_states", lambda _: None, 10)
+        recorder.create_subscription(PointStamped, "tip", lambda _: None, 10)
+
+        def started() -> bool:
+            node.watch()
+            return node.run.started
+
+        assert spin_wait(executor, started, 20.0), node.start_missing()
+        assert node.state_pub.get_subscription_count() == 2  # both readers matched when step 0 went out
+    finally:
+        executor.shutdown()
+        for each in (node, echo, recorder):
+            if each is not None:
+                each.destroy_node()

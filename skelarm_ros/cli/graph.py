@@ -62,6 +62,7 @@ RVIZ_CONFIG = Path("config") / "skelarm.rviz"
 REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
 REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
 HARDWARE_SOFT_START = 1.0  # seconds the controller's effort limits ramp in over on a real arm's driver
+RECORDER_NODE = "recorder"  # the recorder's executable and node name, which the others wait for by name
 LOCKSTEP_RECORDER_NICE = 10  # the recorder's nice value in lockstep (docs/bags.md)
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
 
@@ -499,7 +500,7 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
         }
         if graph.lockstep:  # it takes its messages when the loop leaves a core free; keep-all loses none
             recorder[RECORDER.nice] = LOCKSTEP_RECORDER_NICE
-        specs.append(graph.node("recorder", recorder))
+        specs.append(graph.node(RECORDER_NODE, recorder))
     if graph.shadow:
         specs.append(_player(graph))
     if _flag(graph.values, "rviz"):
@@ -527,6 +528,8 @@ def _simulator(graph: _Graph) -> NodeSpec:
     }
     # The recorder's tip reader too; with every reader counted, step 0 needs no time for uncounted ones to come.
     parameters[SIMULATOR.min_tip_subscribers] = int(bool(graph.record))
+    if graph.record:  # and the recorder by name: a reader from outside the graph does not stand in for it
+        parameters[SIMULATOR.recorder_node] = RECORDER_NODE
     uncounted = int(graph.values["extra_readers"]) or graph.force_source or graph.use_sim_time
     if not uncounted and not _flag(graph.values, "rviz"):
         parameters[SIMULATOR.start_settle] = 0.0
@@ -560,6 +563,8 @@ def _controller(graph: _Graph) -> NodeSpec:
         parameters[CONTROLLER.zero_on_stop] = False
     else:  # a real arm's driver holds the last command: no kick at the start
         parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
+    if recorded and (graph.simulate or graph.shadow):  # the recorder by name as well as counted
+        parameters[CONTROLLER.recorder_node] = RECORDER_NODE
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
@@ -594,6 +599,8 @@ def _force_replay(graph: _Graph) -> NodeSpec:
         # Its first wrench waits for the simulator's and the recorder's readers.
         FORCE_REPLAY.min_subscribers: int(graph.simulate) + int(bool(graph.record)),
     }
+    if graph.record:  # the recorder by name as well as counted
+        parameters[FORCE_REPLAY.recorder_node] = RECORDER_NODE
     if graph.values["force_topic"]:
         parameters[FORCE_REPLAY.topic] = graph.values["force_topic"]
     return graph.node("force_replay", parameters)

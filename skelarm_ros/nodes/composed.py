@@ -125,7 +125,7 @@ class ComposedSimulator(SimulatorNode):
         self.command_sub = _InProcessCommands(subscription.topic_name)  # type: ignore[assignment]
         self.destroy_subscription(subscription)
         self._need_controller = False  # it is here: step 0 waits only for the readers
-        self.run.start_condition = self.min_subscribers > 0 or self.wait_for_wrench
+        self.run.start_condition = self.min_subscribers > 0 or self.wait_for_wrench or bool(self.recorder_node)
         self.lateness = StepLateness(self.run.tick_period or self.sim.dt)
         self._state_out: float | None = None  # when the newest step's state went out (steady seconds)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -207,7 +207,7 @@ class ComposedSimulator(SimulatorNode):
 
     def start_missing(self) -> list[str]:
         """Return what step 0 still waits for: the readers (and a wrench source), not a controller."""
-        return start_missing(
+        return self.recorder_missing() + start_missing(
             0,
             (),
             matching_readers(self, self.state_pub, JOINT_STATE_TYPE),

@@ -36,7 +36,7 @@ from skelarm_ros.interface import (
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack, IncompatiblePeers, JointStateInput, newest
-from skelarm_ros.nodes.graph_queries import wait_for_acknowledgements
+from skelarm_ros.nodes.graph_queries import node_full_name, readers_missing, wait_for_acknowledgements
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.running import KitNode, run_node, say
@@ -134,10 +134,11 @@ class ControllerNode(KitNode):
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
         wanted, channel_readers = params.min_subscribers, params.min_channel_subscribers
+        self.recorder_node = node_full_name(self, params.recorder_node) if params.recorder_node else ""
         # Until the readers the graph starts are matched, what would go out waits, in order.
         self.out = HeldBack(
             self,
-            self._readers_matched(wanted, channel_readers) if wanted or channel_readers else None,
+            self._readers_matched(wanted, channel_readers) if wanted or channel_readers or self.recorder_node else None,
             self._released,
         )
         # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
@@ -181,10 +182,12 @@ class ControllerNode(KitNode):
         self.watch.timeout = params.state_timeout
 
     def _readers_matched(self, readers: int, channel_readers: int) -> Any:
-        def matched() -> bool:
-            if self.command_pub.get_subscription_count() < readers:
+        def matched() -> bool:  # counted, and the recorder by name (recorder_node)
+            if readers_missing(self, self.command_pub, readers, self.recorder_node):
                 return False
-            return all(pub.get_subscription_count() >= channel_readers for pub, _ in self.channel_pubs.values())
+            return not any(
+                readers_missing(self, pub, channel_readers, self.recorder_node) for pub, _ in self.channel_pubs.values()
+            )
 
         return matched
 

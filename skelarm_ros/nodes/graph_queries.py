@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rclpy.duration import Duration
 from rclpy.qos import QoSCompatibility, qos_check_compatible
@@ -50,6 +50,35 @@ def matching_readers(node: Node, publisher: Publisher, msgtype: str) -> list[str
         if info.topic_type == msgtype
         and (own is None or qos_check_compatible(own, info.qos_profile)[0] != QoSCompatibility.ERROR)
     ]
+
+
+def node_full_name(node: Node, name: str) -> str:
+    """Return ``name`` as a full node name: itself when it starts with ``/``, else in ``node``'s namespace."""
+    return name if name.startswith("/") else full_name(node.get_namespace(), name)
+
+
+def readers_missing(node: Node, publisher: Publisher, minimum: int, named: str = "") -> list[str]:
+    """Say what ``publisher`` still waits for before its first message goes out; empty when its readers are there.
+
+    ``minimum`` readers matched at least (the graph's, counted). With ``named``, the full
+    name of a node of the graph (its recorder), that node must have a reader of the topic
+    that can match, and every reader of the topic that can match must be matched: a reader
+    from outside the graph (``ros2 topic echo``, a plotter) started before it is counted
+    but never stands in for it.
+    """
+    matched = publisher.get_subscription_count()
+    expected = minimum
+    missing = []
+    if named:
+        msg_type: Any = publisher.msg_type
+        type_name = f"{msg_type.__module__.split('.')[0]}/msg/{msg_type.__name__}"
+        readers = matching_readers(node, publisher, type_name)
+        if named not in readers:
+            missing.append(f"a {publisher.topic_name} reader of {named}")
+        expected = max(minimum, len(readers))
+    if matched < expected:
+        missing.append(f"{publisher.topic_name} readers matched ({matched} of {expected})")
+    return missing
 
 
 def publishing_nodes(node: Node, topic: str) -> set[str]:

@@ -44,7 +44,7 @@ from skelarm_ros.interface import (
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, LATCHED, IncompatiblePeers, JointStateInput, newest
-from skelarm_ros.nodes.graph_queries import matching_readers, publishing_nodes
+from skelarm_ros.nodes.graph_queries import matching_readers, node_full_name, publishing_nodes, readers_missing
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.simulator import SimulatorParams
@@ -114,6 +114,7 @@ class SimulatorNode(KitNode):
         self.lockstep = params.mode == LOCKSTEP
         self.wait_for_wrench = params.wait_for_wrench
         self.min_subscribers = params.min_subscribers
+        self.recorder_node = node_full_name(self, params.recorder_node) if params.recorder_node else ""
         self._need_controller = self.lockstep or params.wait_for_controller
         self.run = SimulatorRun(
             params.mode,
@@ -121,7 +122,10 @@ class SimulatorNode(KitNode):
             duration=params.duration,
             command_timeout=params.command_timeout,
             lockstep_timeout=params.lockstep_timeout,
-            start_condition=self._need_controller or self.min_subscribers > 0 or params.min_tip_subscribers > 0,
+            start_condition=self._need_controller
+            or self.min_subscribers > 0
+            or params.min_tip_subscribers > 0
+            or bool(self.recorder_node),
             settle=params.start_settle,
             answered=self.sim.answered,
             tick_period=self.sim.dt / params.real_time_factor,
@@ -384,9 +388,18 @@ class SimulatorNode(KitNode):
         if self.run.finished:
             self.finish(self.run.code or 1)
 
+    def recorder_missing(self) -> list[str]:
+        """Return what step 0 still waits for of the graph's recorder by name (``recorder_node``): its readers."""
+        if not self.recorder_node:
+            return []
+        return [
+            *readers_missing(self, self.state_pub, 0, self.recorder_node),
+            *readers_missing(self, self.tip_pub, 0, self.recorder_node),
+        ]
+
     def start_missing(self) -> list[str]:
         """Return what step 0 still waits for (:func:`skelarm_ros.sim.run.start_missing`), from the graph."""
-        return start_missing(
+        return self.recorder_missing() + start_missing(
             self.command_sub.get_publisher_count(),
             publishing_nodes(self, self.command_sub.topic_name),
             matching_readers(self, self.state_pub, JOINT_STATE_TYPE),

@@ -191,3 +191,11 @@ class ControllerParams:
     min_channel_subscribers: Annotated[
         int, count("readers of each controller/<channel> topic to wait for as well", details="A recorder.")
     ] = 0
+    recorder_node: Annotated[
+        str,
+        param(
+            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
+            "empty: none",
+            details="As the simulator's ([simulator.md](simulator.md)): its command and channel topics.",
+        ),
+    ] = ""

@@ -64,3 +64,11 @@ class ForceReplayParams:
             details="The simulator, a recorder: the launch sets it, so a recording keeps every wrench.",
         ),
     ] = 0
+    recorder_node: Annotated[
+        str,
+        param(
+            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
+            "empty: none",
+            details="As the simulator's ([simulator.md](simulator.md)): its wrench topic.",
+        ),
+    ] = ""

@@ -28,6 +28,14 @@ SCHEDULER_SLICE = (
     "What it changes on time shares is in [benchmarks.md](benchmarks.md#the-composed-graph)."
 )
 
+RECORDER_NODE = (
+    "What waits for its readers (the simulator's step 0, the controller's first commands and channel messages, "
+    "the force replay's first wrenches) then also waits until that node has a reader of each of those topics and "
+    "every reader of it that can match is matched: a reader from outside the graph started before the recorder "
+    "(`ros2 topic echo`, a plotter, robot_state_publisher) is counted but never stands in for it. The launch sets "
+    "it with `record`."
+)
+
 
 @dataclass(frozen=True)
 class SimulatorParams:
@@ -139,6 +147,14 @@ class SimulatorParams:
             details="The launch sets it to 1 when it records, so the bag has every tip from step 0's on.",
         ),
     ] = 0
+    recorder_node: Annotated[
+        str,
+        param(
+            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
+            "empty: none",
+            details=RECORDER_NODE,
+        ),
+    ] = ""
     start_settle: Annotated[
         float,
         number(
