@@ -82,6 +82,8 @@ MODES = (REALTIME, LOCKSTEP)
 # -- the controller's time line -------------------------------------------------------------------------
 
 TIME_REVERSAL_MODES = ("reset", "reject")
+STATE_STAMPS = ("header", "arrival")
+"""``state_stamps`` values: what times a joint state for the controller, its header's stamp or its arrival."""
 """``time_reversal`` values: what a joint state stamped earlier than the one before does to the controller."""
 PLAN_FROM_STATE = "state"
 PLAN_FROM_SCENARIO = "scenario"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import math
+import re
+import time
 
 import numpy as np
 import pytest
@@ -320,3 +322,25 @@ def test_thread_priority_is_declared_read_only_within_1_to_99(make_node):
     descriptor = node.describe_parameter("thread_priority")
     assert descriptor.read_only
     assert (descriptor.integer_range[0].from_value, descriptor.integer_range[0].to_value) == (0, 99)
+
+
+def test_a_driver_that_does_not_stamp_its_states_is_timed_by_arrival_on_request(make_node, monkeypatch):
+    unstamped = [_state(["j1", "j2"], [0.1 * k, 0.2], [0.0, 0.0], 0) for k in range(3)]  # every stamp zero
+    capture = captured()
+    node = make_node(commands(capture, "joint_commands"), command_interface="joint_commands")
+    warnings = []
+    monkeypatch.setattr(type(node.get_logger()), "warning", lambda self, text, **kw: warnings.append(text))
+    for state in unstamped:
+        feed(node, state)
+    assert len(capture.messages) == 1 and node.loop.rejected == 2  # by its header: the first state only
+    assert "repeats the previous stamp" in warnings[0] and "state_stamps:=arrival" in warnings[0]
+
+    capture = captured()
+    node = make_node(commands(capture, "joint_commands"), command_interface="joint_commands", state_stamps="arrival")
+    for state in unstamped:
+        feed(node, state)
+        time.sleep(0.01)
+    assert len(capture.messages) == 3 and node.loop.rejected == 0
+    assert {(c.header.stamp.sec, c.header.stamp.nanosec) for c in capture.messages} == {(0, 0)}  # its own stamp
+    last_t = float(re.search(r"the last at t=([0-9.]+) s", node.progress.summary()).group(1))
+    assert last_t >= 0.009  # the time line followed the arrivals (10 ms or more apart; it starts at the 2nd)

@@ -483,7 +483,10 @@ class ControlLoop:
         dq = self._order.pick(names, velocities, "velocity")
         last = self._last_stamp
         if last is not None and stamp_ns == last:
-            msg = f"joint state stamped {stamp_ns} ns repeats the previous stamp; each state once"
+            msg = (
+                f"joint state stamped {stamp_ns} ns repeats the previous stamp; each state once "
+                "(a driver that does not stamp its states: state_stamps:=arrival)"
+            )
             raise Rejected(msg)
         if last is not None and stamp_ns < last:
             if self.time_reversal == "reject":

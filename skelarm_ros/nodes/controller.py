@@ -107,6 +107,7 @@ class ControllerNode(KitNode):
             self.get_logger().warning(problem)
         self.thread_priority = params.thread_priority
         self.time_slice = params.scheduler_slice
+        self._arrival_stamps = params.state_stamps == "arrival"
         self.failures = 0
         self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
@@ -217,11 +218,12 @@ class ControllerNode(KitNode):
         say(self, self.watch.heard(time.monotonic()))
         if self._awaits_reader and not self._reader_matched():
             return
+        arrived = self.get_clock().now().nanoseconds if self._arrival_stamps else None
         if not self._on_driver:  # beside the simulator or a player: no clock reads in the callback
-            self.answer(names, positions, velocities, sec, nanosec)
+            self.answer(names, positions, velocities, sec, nanosec, arrived=arrived)
             return
         started = time.monotonic()
-        output = self.answer(names, positions, velocities, sec, nanosec)
+        output = self.answer(names, positions, velocities, sec, nanosec, arrived=arrived)
         took = time.monotonic() - started
         if output is not None and output.t == 0.0 and took > SLOW_START:
             # A live arm did not move through the time this state took (planning from it): the next state
@@ -232,9 +234,19 @@ class ControllerNode(KitNode):
             )
 
     def answer(
-        self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], sec: int, nanosec: int
+        self,
+        names: Sequence[str],
+        positions: Sequence[float],
+        velocities: Sequence[float],
+        sec: int,
+        nanosec: int,
+        *,
+        arrived: int | None = None,
     ) -> ControlOutput | None:
         """Control one joint state and publish its command and channels; return the output.
+
+        ``arrived`` (ns of the node's clock) times the state instead of its stamp
+        (``state_stamps:=arrival``); its command still carries the stamp.
 
         ``None`` when the state was rejected or the controller failed (both logged). The
         composed graph's simulator calls it with each state it publishes (its states are
@@ -242,7 +254,8 @@ class ControllerNode(KitNode):
         """
         restarts = self.loop.restarts
         try:
-            output = self.loop.control(names, positions, velocities, stamp_to_nanoseconds(sec, nanosec))
+            stamp_ns = stamp_to_nanoseconds(sec, nanosec) if arrived is None else arrived
+            output = self.loop.control(names, positions, velocities, stamp_ns)
         except Rejected as error:
             self.get_logger().warning(
                 f"joint state not controlled ({self.loop.rejected} so far): {error}", throttle_duration_sec=WARN_PERIOD

@@ -17,6 +17,7 @@ from skelarm_ros.interface import (
     PLAN_FROM,
     PLAN_FROM_STATE,
     SLICE_RANGE,
+    STATE_STAMPS,
     TIME_REVERSAL_MODES,
     check_time_slice,
 )
@@ -157,6 +158,17 @@ class ControllerParams:
             details="See [Time and reset](#time-and-reset).",
         ),
     ] = TIME_REVERSAL_MODES[0]
+    state_stamps: Annotated[
+        str,
+        choice(
+            STATE_STAMPS,
+            "what times a joint state: its header's stamp, or the node's clock when it arrives",
+            details="`arrival` is for a driver that does not stamp its states (every stamp zero, or one stamp "
+            "repeated), which `header` refuses after the first: the time line then follows the node's clock "
+            "(`/clock` with `use_sim_time`), and a `joint_commands` command still carries the state's own stamp. "
+            "Not for lockstep or a replay, whose stamps are the time line.",
+        ),
+    ] = STATE_STAMPS[0]
     publish_channels: Annotated[bool, param("publish the controller's channels on controller/<channel>", live=True)] = (
         True
     )
