@@ -308,6 +308,7 @@ def test_a_publisher_waits_for_the_named_recorder_not_just_a_count(context: Any)
         publisher = node.create_publisher(JointState, "joint_commands", 10)
         named = node_full_name(node, "recorder")
         assert named == "/recorder" and node_full_name(node, "/arm2/recorder") == "/arm2/recorder"
+        assert node_full_name(node, "") == ""  # none given
         assert readers_missing(node, publisher, 1) == ["/joint_commands readers matched (0 of 1)"]
         echo.create_subscription(JointState, "joint_commands", lambda _: None, 10)
         assert spin_wait(executor, lambda: not readers_missing(node, publisher, 1), 20.0)  # counted only: the echo

@@ -135,7 +135,7 @@ class ControllerNode(KitNode):
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
         wanted, channel_readers = params.min_subscribers, params.min_channel_subscribers
-        self.recorder_node = node_full_name(self, params.recorder_node) if params.recorder_node else ""
+        self.recorder_node = node_full_name(self, params.recorder_node)
         # Until the readers the graph starts are matched, what would go out waits, in order.
         self.out = HeldBack(
             self,

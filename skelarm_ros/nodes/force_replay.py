@@ -88,7 +88,7 @@ class ForceReplayNode(KitNode):
         self.player = ForcePlayer(self.record, self.mode, step if step > 0.0 else None)
         self.published = 0
         readers = params.min_subscribers
-        recorder = node_full_name(self, params.recorder_node) if params.recorder_node else ""
+        recorder = node_full_name(self, params.recorder_node)
         # Until the readers the graph starts (simulator, recorder) are matched, wrenches wait in order.
         self.out = HeldBack(
             self,

@@ -53,8 +53,13 @@ def matching_readers(node: Node, publisher: Publisher, msgtype: str) -> list[str
 
 
 def node_full_name(node: Node, name: str) -> str:
-    """Return ``name`` as a full node name: itself when it starts with ``/``, else in ``node``'s namespace."""
-    return name if name.startswith("/") else full_name(node.get_namespace(), name)
+    """Return ``name`` as a full node name: itself when it starts with ``/``, else in ``node``'s namespace.
+
+    An empty name (none given) stays empty.
+    """
+    if not name or name.startswith("/"):
+        return name
+    return full_name(node.get_namespace(), name)
 
 
 def readers_missing(node: Node, publisher: Publisher, minimum: int, named: str = "") -> list[str]:

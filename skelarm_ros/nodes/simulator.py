@@ -114,7 +114,7 @@ class SimulatorNode(KitNode):
         self.lockstep = params.mode == LOCKSTEP
         self.wait_for_wrench = params.wait_for_wrench
         self.min_subscribers = params.min_subscribers
-        self.recorder_node = node_full_name(self, params.recorder_node) if params.recorder_node else ""
+        self.recorder_node = node_full_name(self, params.recorder_node)
         self._need_controller = self.lockstep or params.wait_for_controller
         self.run = SimulatorRun(
             params.mode,
