@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from rclpy.clock import Clock, ClockType
 
-from skelarm_ros.interface import ERROR, JOINT_STATE_TYPE, Say, stamp_text
+from skelarm_ros.interface import ERROR, Say, stamp_text
 from skelarm_ros.nodes.controller import ControllerNode
-from skelarm_ros.nodes.graph_queries import matching_readers
 from skelarm_ros.nodes.parameters import leave_to_others
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.params.simulator import SimulatorParams
@@ -45,7 +44,6 @@ from skelarm_ros.nodes.running import run_node, say
 from skelarm_ros.nodes.simulator import SimulatorNode
 from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.lateness import StepLateness
-from skelarm_ros.sim.run import start_missing
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -190,14 +188,14 @@ class ComposedSimulator(SimulatorNode):
                 return
         self._drive_timer.cancel()
 
-    def on_beat(self, due: float) -> None:
+    def tick(self, due: float | None = None) -> None:
         """Realtime: step as the simulator does, and count the step's lateness against its deadline ``due``."""
         if not self.run.stepping:
             self.lateness.restart()
             return
         self._state_out = None
-        super().on_beat(due)
-        if self._state_out is not None:  # a step was made (not a halted arm's skipped one)
+        super().tick(due)
+        if due is not None and self._state_out is not None:  # a step was made (not a halted arm's skipped one)
             self.lateness.stepped(due, self._state_out)
 
     def on_reset(self, request: Any, response: Any) -> Any:
@@ -205,19 +203,9 @@ class ComposedSimulator(SimulatorNode):
         self.lateness.restart()
         return super().on_reset(request, response)
 
-    def start_missing(self) -> list[str]:
-        """Return what step 0 still waits for: the readers (and a wrench source), not a controller."""
-        return self.recorder_missing() + start_missing(
-            0,
-            (),
-            matching_readers(self, self.state_pub, JOINT_STATE_TYPE),
-            self.state_pub.get_subscription_count(),
-            wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
-            min_readers=self.min_subscribers,
-            need_controller=False,
-            wrench_topic=self.wrench_sub.topic_name,
-            tip_readers=(self.tip_pub.get_subscription_count(), self.params.min_tip_subscribers),
-        )
+    def command_side(self) -> tuple[int, set[str]]:
+        """Return no command publishers to wait for: the controller is in this process."""
+        return 0, set()
 
     # -- the end ---------------------------------------------------------------------------------------
 

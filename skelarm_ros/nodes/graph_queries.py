@@ -62,28 +62,44 @@ def node_full_name(node: Node, name: str) -> str:
     return full_name(node.get_namespace(), name)
 
 
+def named_reader_missing(node: Node, publishers: Sequence[Publisher], named: str) -> list[str]:
+    """Say which of ``publishers``' topics the node ``named`` (a full name; empty for none) has no reader of yet.
+
+    A reader counts when it can match (:func:`matching_readers`); nothing is said when no node is named.
+    """
+    return [
+        f"a {publisher.topic_name} reader of {named}"
+        for publisher in publishers
+        if named and named not in matching_readers(node, publisher, _type_name(publisher))
+    ]
+
+
 def readers_missing(node: Node, publisher: Publisher, minimum: int, named: str = "") -> list[str]:
     """Say what ``publisher`` still waits for before its first message goes out; empty when its readers are there.
 
     ``minimum`` readers matched at least (the graph's, counted). With ``named``, the full
     name of a node of the graph (its recorder), that node must have a reader of the topic
-    that can match, and every reader of the topic that can match must be matched: a reader
-    from outside the graph (``ros2 topic echo``, a plotter) started before it is counted
-    but never stands in for it.
+    that can match (:func:`named_reader_missing`), and every reader of the topic that can
+    match must be matched: a reader from outside the graph (``ros2 topic echo``, a plotter)
+    started before it is counted but never stands in for it.
     """
+    missing = named_reader_missing(node, [publisher], named)
+    expected = max(minimum, graph_readers(node, publisher)) if named else minimum
     matched = publisher.get_subscription_count()
-    expected = minimum
-    missing = []
-    if named:
-        msg_type: Any = publisher.msg_type
-        type_name = f"{msg_type.__module__.split('.')[0]}/msg/{msg_type.__name__}"
-        readers = matching_readers(node, publisher, type_name)
-        if named not in readers:
-            missing.append(f"a {publisher.topic_name} reader of {named}")
-        expected = max(minimum, len(readers))
     if matched < expected:
         missing.append(f"{publisher.topic_name} readers matched ({matched} of {expected})")
     return missing
+
+
+def graph_readers(node: Node, publisher: Publisher) -> int:
+    """Return how many readers of ``publisher``'s topic in the graph can match it (:func:`matching_readers`)."""
+    return len(matching_readers(node, publisher, _type_name(publisher)))
+
+
+def _type_name(publisher: Publisher) -> str:
+    """Return a publisher's message type as the graph names it (``sensor_msgs/msg/JointState``)."""
+    msg_type: Any = publisher.msg_type
+    return f"{msg_type.__module__.split('.')[0]}/msg/{msg_type.__name__}"
 
 
 def publishing_nodes(node: Node, topic: str) -> set[str]:

@@ -9,7 +9,7 @@ rights needed (``sched_attr.sched_runtime``). :func:`request_time_slice` asks fo
 for every thread of the process and says whether the kernel took it. The nodes'
 ``scheduler_slice`` parameter is :func:`skelarm_ros.nodes.spinning.set_time_slice`;
 ``bench loop``'s bare sleeping loop asks the same way. :func:`lower_priority` makes
-every thread nicer (the recorder's ``nice``).
+every thread nicer (the recorder's ``nice``); :func:`process_threads` lists the threads.
 
 This module imports neither rclpy nor numpy.
 """
@@ -88,17 +88,17 @@ def request_time_slice(seconds: float) -> bool | None:
         When the kernel refuses the call for another reason than a thread having ended.
     """
     calls = _SCHED_ATTR_CALLS.get(platform.machine())
-    if calls is None or not os.path.isdir("/proc/self/task"):
+    if calls is None:
         return None
     libc = ctypes.CDLL(None, use_errno=True)
     wanted = round(seconds * 1e9)
-    got = [_slice_thread(libc, calls, int(name), wanted) for name in os.listdir("/proc/self/task")]
+    got = [_slice_thread(libc, calls, thread, wanted) for thread in process_threads()]
     granted = [value for value in got if value is not None]
     return bool(granted) and (wanted == 0 or all(value == wanted for value in granted))
 
 
-def lower_priority(nice: int) -> int:
-    """Run every thread of this process at ``nice`` (0 normal, 19 lowest) or lower, and return how many changed.
+def lower_priority(nice: int) -> None:
+    """Run every thread of this process at ``nice`` (0 normal, 19 lowest) or lower.
 
     Linux keeps a nice value per thread; a thread already nicer keeps its own (raising a
     priority needs rights, lowering it never does).
@@ -108,13 +108,16 @@ def lower_priority(nice: int) -> int:
     OSError
         When the kernel refuses for another reason than a thread having ended.
     """
-    threads = [int(name) for name in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
-    changed = 0
-    for thread in threads:
+    for thread in process_threads():
         try:
             if os.getpriority(os.PRIO_PROCESS, thread) < nice:
                 os.setpriority(os.PRIO_PROCESS, thread, nice)
-                changed += 1
         except ProcessLookupError:
             continue  # a thread that ended meanwhile
-    return changed
+
+
+def process_threads() -> list[int]:
+    """Return the ids of this process's threads (``[0]``, the calling one, where ``/proc`` does not list them)."""
+    if not os.path.isdir("/proc/self/task"):
+        return [0]
+    return [int(name) for name in os.listdir("/proc/self/task")]

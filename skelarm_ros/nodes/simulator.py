@@ -44,7 +44,13 @@ from skelarm_ros.interface import (
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, LATCHED, IncompatiblePeers, JointStateInput, newest
-from skelarm_ros.nodes.graph_queries import matching_readers, node_full_name, publishing_nodes, readers_missing
+from skelarm_ros.nodes.graph_queries import (
+    graph_readers,
+    matching_readers,
+    named_reader_missing,
+    node_full_name,
+    publishing_nodes,
+)
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.simulator import SimulatorParams
@@ -123,9 +129,7 @@ class SimulatorNode(KitNode):
             command_timeout=params.command_timeout,
             lockstep_timeout=params.lockstep_timeout,
             start_condition=self._need_controller
-            or self.min_subscribers > 0
-            or params.min_tip_subscribers > 0
-            or bool(self.recorder_node),
+            or bool(self.min_subscribers or params.min_tip_subscribers or self.recorder_node),
             settle=params.start_settle,
             answered=self.sim.answered,
             tick_period=self.sim.dt / params.real_time_factor,
@@ -189,7 +193,7 @@ class SimulatorNode(KitNode):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
         if not self.lockstep:  # the spin keeps the steps' deadlines in its own thread (run_node)
-            self.beat = Beat(self.sim.dt / params.real_time_factor, self.on_beat)
+            self.beat = Beat(self.sim.dt / params.real_time_factor, self.tick)
 
     def _apply_parameters(self, params: SimulatorParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -346,12 +350,8 @@ class SimulatorNode(KitNode):
             return
         self._begin_step()
 
-    def on_beat(self, due: float) -> None:
-        """Realtime: the step due at ``due`` (steady seconds) is due now: :meth:`tick`."""
-        self.tick()
-
-    def tick(self) -> None:
-        """Realtime step: apply the held command (zero after a lapse) and the held force, step, publish."""
+    def tick(self, due: float | None = None) -> None:
+        """Realtime step at the beat's deadline ``due``: apply the held command (zero after a lapse) and force."""
         if not self.run.stepping:
             return
         live, said = self.run.command_live(self.now())
@@ -388,20 +388,20 @@ class SimulatorNode(KitNode):
         if self.run.finished:
             self.finish(self.run.code or 1)
 
-    def recorder_missing(self) -> list[str]:
-        """Return what step 0 still waits for of the graph's recorder by name (``recorder_node``): its readers."""
-        if not self.recorder_node:
-            return []
-        return [
-            *readers_missing(self, self.state_pub, 0, self.recorder_node),
-            *readers_missing(self, self.tip_pub, 0, self.recorder_node),
-        ]
+    def command_side(self) -> tuple[int, set[str]]:
+        """Return the command publishers step 0 waits for: how many are matched, and the nodes publishing them."""
+        return self.command_sub.get_publisher_count(), publishing_nodes(self, self.command_sub.topic_name)
 
     def start_missing(self) -> list[str]:
-        """Return what step 0 still waits for (:func:`skelarm_ros.sim.run.start_missing`), from the graph."""
-        return self.recorder_missing() + start_missing(
-            self.command_sub.get_publisher_count(),
-            publishing_nodes(self, self.command_sub.topic_name),
+        """Return what step 0 still waits for (:func:`skelarm_ros.sim.run.start_missing`), from the graph.
+
+        With ``recorder_node`` also its readers by name, and every ``tip`` reader matched (as ``joint_states``).
+        """
+        commands, commanding = self.command_side()
+        tips = max(self.params.min_tip_subscribers, graph_readers(self, self.tip_pub) if self.recorder_node else 0)
+        return named_reader_missing(self, (self.state_pub, self.tip_pub), self.recorder_node) + start_missing(
+            commands,
+            commanding,
             matching_readers(self, self.state_pub, JOINT_STATE_TYPE),
             self.state_pub.get_subscription_count(),
             wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
@@ -409,7 +409,7 @@ class SimulatorNode(KitNode):
             need_controller=self._need_controller,
             command_topic=self.command_sub.topic_name,
             wrench_topic=self.wrench_sub.topic_name,
-            tip_readers=(self.tip_pub.get_subscription_count(), self.params.min_tip_subscribers),
+            tip_readers=(self.tip_pub.get_subscription_count(), tips),
         )
 
     # -- the end ------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.task import Future
 
-from skelarm_ros.nodes.scheduling import lower_priority, request_time_slice
+from skelarm_ros.nodes.scheduling import lower_priority, process_threads, request_time_slice
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -139,9 +139,8 @@ def set_thread_priority(node: Node, priority: int) -> bool:
     if not hasattr(os, "sched_setscheduler"):
         logger.warning(f"thread_priority:={priority} asks for SCHED_FIFO, which this system does not offer; ignored")
         return False
-    threads = [int(name) for name in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
     try:
-        for thread in threads:
+        for thread in process_threads():
             try:
                 os.sched_setscheduler(thread, os.SCHED_FIFO, os.sched_param(priority))
             except ProcessLookupError:
