@@ -87,7 +87,7 @@ def request_time_slice(seconds: float) -> bool | None:
     OSError
         When the kernel refuses the call for another reason than a thread having ended.
     """
-    calls = _SCHED_ATTR_CALLS.get(platform.machine())
+    calls = _SCHED_ATTR_CALLS.get(platform.machine()) if platform.system() == "Linux" else None
     if calls is None:
         return None
     libc = ctypes.CDLL(None, use_errno=True)
