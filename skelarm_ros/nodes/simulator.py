@@ -60,7 +60,7 @@ from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.run import SimulatorRun, start_missing
 from skelarm_ros.sim.scenario import load_arm
 from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, STALE_WRENCH, WRENCH, LockstepPairing, Simulation
-from skelarm_ros.sim.urdf import skeleton_to_urdf
+from skelarm_ros.sim.urdf import arm_urdf
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -185,8 +185,7 @@ class SimulatorNode(KitNode):
         self._tip_msg = PointStamped()
         self._tip_msg.header.frame_id = BASE_FRAME
         self._clock_msg = ClockMsg()
-        urdf = skeleton_to_urdf(arm.skeleton, self.sim.joint_names, effort_limits=params.effort_limits or None)
-        self.description_pub.publish(String(data=urdf))
+        self.description_pub.publish(String(data=arm_urdf(arm, self.sim.joint_names, params.effort_limits)))
         self.markers = None
         if params.markers_rate > 0.0:
             self.markers = SimulatorMarkers(self, arm.skeleton, arm.config, params.markers_rate, self._drawn_state)

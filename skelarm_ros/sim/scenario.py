@@ -24,8 +24,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import skelarm
 
+from skelarm_ros.sim.driver import driver_from_config
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from numpy.typing import ArrayLike, NDArray
+
+    from skelarm_ros.sim.driver import DriverSpec
 
 _PACKAGE = "skelarm_ros"
 DEFAULT_SCENARIO = "reach.toml"
@@ -41,10 +47,63 @@ DRIVE_KEYS = (
     ("viscous", "N*m*s/rad", "a viscous friction coefficient"),
     ("coulomb", "N*m", "a Coulomb friction torque"),
 )
+# What a joint's motor is rated for, optional per link (skelarm ignores these keys; a URDF's <limit> has them).
+LIMIT_KEYS = (
+    ("effort_limit", "N*m", "the largest torque the joint's drive gives"),
+    ("velocity_limit", "rad/s", "the fastest the joint may turn"),
+)
 
 
 class ScenarioError(ValueError):
     """A scenario or robot file that cannot be used; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What the per-link values of a group of keys (drive, limits) keep: the default and the accepted range."""
+
+    default: float
+    accepts: Callable[[NDArray[np.float64]], Any]
+    wanted: str  # what the sentence asks for
+    note: str = ""  # what the sentence adds after the unit
+
+
+_DRIVE_RULE = _Rule(0.0, lambda a: np.isfinite(a) & (a >= 0.0), "must be zero or positive")
+_LIMIT_RULE = _Rule(math.inf, lambda a: a > 0.0, "must be a positive number", ", or leave the key out for none")
+
+
+def _per_joint_columns(
+    num_joints: int, keys: tuple[tuple[str, str, str], ...], given: tuple[ArrayLike | None, ...], rule: _Rule
+) -> list[NDArray[np.float64]]:
+    """Return one array per key from per-joint values (``None`` for the rule's default), checked."""
+    columns = []
+    for (key, unit, what), values in zip(keys, given, strict=True):
+        array = np.full(num_joints, rule.default) if values is None else np.array(values, dtype=np.float64).ravel()
+        if array.shape != (num_joints,):
+            msg = f"{key} needs one value per joint ({num_joints}), got {array.size}"
+            raise ValueError(msg)
+        if not np.all(rule.accepts(array)):
+            msg = f"{key} {rule.wanted} ({unit}), {what}; got {array.tolist()}"
+            raise ValueError(msg)
+        columns.append(array)
+    return columns
+
+
+def _link_columns(
+    config: dict[str, Any], keys: tuple[tuple[str, str, str], ...], rule: _Rule, source: str
+) -> list[NDArray[np.float64]]:
+    """Return one array per key from the links of ``[[skeleton.link]]`` (the rule's default where absent), checked."""
+    section = config.get("skeleton", config)
+    links = section.get("link", []) if isinstance(section, dict) else []
+    columns: dict[str, list[float]] = {key: [] for key, _, _ in keys}
+    for number, link in enumerate(links, start=1):
+        for key, unit, what in keys:
+            value = _number(link.get(key, rule.default), f"link {number} '{key}'", source, finite=False)
+            if not rule.accepts(np.array([value])).all():
+                msg = f"{source}: link {number} has {key} {value}; {what} {rule.wanted} ({unit}){rule.note}"
+                raise ScenarioError(msg)
+            columns[key].append(value)
+    return [np.array(columns[key], dtype=np.float64) for key, _, _ in keys]
 
 
 @dataclass(frozen=True)
@@ -90,17 +149,7 @@ class JointDrive:
         ValueError
             If a value is negative or not finite, or their number is not ``num_joints``.
         """
-        values = []
-        for (key, unit, what), given in zip(DRIVE_KEYS, (armature, viscous, coulomb), strict=True):
-            array = np.zeros(num_joints) if given is None else np.array(given, dtype=np.float64).reshape(-1)
-            if array.shape != (num_joints,):
-                msg = f"{key} needs one value per joint ({num_joints}), got {array.size}"
-                raise ValueError(msg)
-            if not np.all(np.isfinite(array) & (array >= 0.0)):
-                msg = f"{key} must be zero or positive ({unit}), {what}; got {array.tolist()}"
-                raise ValueError(msg)
-            values.append(array)
-        return cls(*values)
+        return cls(*_per_joint_columns(num_joints, DRIVE_KEYS, (armature, viscous, coulomb), _DRIVE_RULE))
 
     @property
     def num_joints(self) -> int:
@@ -155,17 +204,95 @@ def drive_from_config(config: dict[str, Any], source: str = "scenario") -> Joint
     ScenarioError
         On a value that is not a number or is negative.
     """
-    section = config.get("skeleton", config)
-    links = section.get("link", []) if isinstance(section, dict) else []
-    columns: dict[str, list[float]] = {key: [] for key, _, _ in DRIVE_KEYS}
-    for number, link in enumerate(links, start=1):
-        for key, unit, what in DRIVE_KEYS:
-            value = _number(link.get(key, 0.0), f"link {number} '{key}'", source)
-            if value < 0.0:
-                msg = f"{source}: link {number} has {key} {value}; {what} must be zero or positive ({unit})"
-                raise ScenarioError(msg)
-            columns[key].append(value)
-    return JointDrive(*(np.array(columns[key], dtype=np.float64) for key, _, _ in DRIVE_KEYS))
+    return JointDrive(*_link_columns(config, DRIVE_KEYS, _DRIVE_RULE, source))
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """What each joint's drive is rated for: its torque and its speed, ``inf`` where a link gives none.
+
+    A scenario's links carry them as ``effort_limit`` (N*m) and ``velocity_limit`` (rad/s); a URDF's
+    ``<limit effort= velocity=>`` gives the same (:func:`skelarm_ros.sim.urdf_reader.joint_limits_from_urdf`).
+    The simulator saturates the applied torque at ``effort``; a controller on a live arm clamps its
+    commands to it and stops a joint faster than ``velocity`` (docs/controller.md, "Driving a real arm").
+
+    Attributes
+    ----------
+    effort : NDArray[np.float64]
+        Torque limit per joint (N*m, positive; ``inf`` for none), shape ``(N,)``.
+    velocity : NDArray[np.float64]
+        Speed limit per joint (rad/s, positive; ``inf`` for none), shape ``(N,)``.
+    """
+
+    effort: NDArray[np.float64]
+    velocity: NDArray[np.float64]
+
+    @classmethod
+    def none(cls, num_joints: int) -> JointLimits:
+        """Return limits that bound nothing."""
+        return cls(np.full(num_joints, np.inf), np.full(num_joints, np.inf))
+
+    @classmethod
+    def of(cls, num_joints: int, *, effort: ArrayLike | None = None, velocity: ArrayLike | None = None) -> JointLimits:
+        """Return limits from per-joint values (``None`` for none; ``inf`` for a joint without one).
+
+        Raises
+        ------
+        ValueError
+            If a value is not positive, or their number is not ``num_joints``.
+        """
+        return cls(*_per_joint_columns(num_joints, LIMIT_KEYS, (effort, velocity), _LIMIT_RULE))
+
+    @property
+    def num_joints(self) -> int:
+        """Number of joints."""
+        return int(self.effort.size)
+
+    @property
+    def has_effort(self) -> bool:
+        """Whether any joint has an effort limit."""
+        return bool(np.isfinite(self.effort).any())
+
+    @property
+    def has_velocity(self) -> bool:
+        """Whether any joint has a velocity limit."""
+        return bool(np.isfinite(self.velocity).any())
+
+    def effort_list(self) -> list[float]:
+        """Return the effort limits as a list (``inf`` where none), as the ``effort_limits`` parameters take them."""
+        return [float(value) for value in self.effort]
+
+    def link_tables(self) -> list[dict[str, float]]:
+        """Return the per-link keys (``effort_limit``, ``velocity_limit``) of each joint, ``inf`` left out."""
+        tables = []
+        for values in zip(self.effort, self.velocity, strict=True):
+            tables.append(
+                {key: float(v) for (key, _, _), v in zip(LIMIT_KEYS, values, strict=True) if math.isfinite(v)}
+            )
+        return tables
+
+
+def limits_from_config(config: dict[str, Any], source: str = "scenario") -> JointLimits:
+    """Read the per-link limit keys (``effort_limit``, ``velocity_limit``) of a scenario's ``[[skeleton.link]]``.
+
+    Parameters
+    ----------
+    config : dict[str, Any]
+        Parsed TOML tables.
+    source : str, optional
+        How to name the file in messages.
+
+    Returns
+    -------
+    JointLimits
+        ``inf`` where a key is absent.
+
+    Raises
+    ------
+    ScenarioError
+        On a value that is not a positive number.
+    """
+    return JointLimits(*_link_columns(config, LIMIT_KEYS, _LIMIT_RULE, source))
 
 
 def share_directory() -> Path:
@@ -248,6 +375,12 @@ class ArmSetup:
     drive : JointDrive | None
         Armature and friction per joint from the links' ``armature``, ``viscous`` and
         ``coulomb`` keys; ``None`` when no link has any (skelarm's model).
+    limits : JointLimits | None
+        Effort and velocity limits per joint from the links' ``effort_limit`` and
+        ``velocity_limit`` keys (``inf`` where a link has none); ``None`` for none at all.
+    driver : DriverSpec | None
+        What the arm's driver does (``[driver]``, :mod:`skelarm_ros.sim.driver`); ``None``
+        without the table (the simulator publishes every step and applies each command at once).
     """
 
     path: Path | None
@@ -257,6 +390,8 @@ class ArmSetup:
     enforce_limits: bool
     grav_vec: NDArray[np.float64] = field(default_factory=lambda: np.zeros(2))
     drive: JointDrive | None = None
+    limits: JointLimits | None = None
+    driver: DriverSpec | None = None
 
     @property
     def num_joints(self) -> int:
@@ -279,12 +414,12 @@ class ArmSetup:
         return "task" in self.config and "controller" in self.config
 
 
-def _number(value: object, where: str, source: str) -> float:
+def _number(value: object, where: str, source: str, *, finite: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         msg = f"{source}: {where} must be a number, got {value!r}"
         raise ScenarioError(msg)
     number = float(value)
-    if not math.isfinite(number):
+    if finite and not math.isfinite(number):
         msg = f"{source}: {where} must be finite, got {value!r}"
         raise ScenarioError(msg)
     return number
@@ -398,6 +533,11 @@ def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path
         msg = f"{source}: {error}"
         raise ScenarioError(msg) from None
     drive = drive_from_config(config, source)
+    limits = limits_from_config(config, source)
+    try:
+        driver = driver_from_config(config, skeleton.num_joints, source)
+    except ValueError as error:
+        raise ScenarioError(str(error)) from None
     return ArmSetup(
         path=path,
         config=config,
@@ -406,6 +546,8 @@ def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path
         enforce_limits=enforce,
         grav_vec=np.array(grav, dtype=np.float64),
         drive=None if drive.is_ideal else drive,
+        limits=limits if limits.has_effort or limits.has_velocity else None,
+        driver=driver,
     )
 
 

@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
 from skelarm_ros.interface import BASE_FRAME
+from skelarm_ros.sim.scenario import JointLimits
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from skelarm import LinkProp, Skeleton
+
+    from skelarm_ros.sim.scenario import ArmSetup
 
 
 LINK_WIDTH = 0.04  # m, drawn thickness of a link
@@ -70,6 +73,7 @@ def skeleton_to_urdf(
     joint_names: Sequence[str],
     *,
     effort_limits: Sequence[float] | None = None,
+    velocity_limits: Sequence[float] | None = None,
     name: str = "skelarm",
 ) -> str:
     """Write the URDF of a skelarm arm.
@@ -84,6 +88,9 @@ def skeleton_to_urdf(
     effort_limits : Sequence[float] | None, optional
         Per-joint effort limits (N*m); ``None`` or an infinite limit writes
         :data:`DEFAULT_EFFORT_LIMIT`.
+    velocity_limits : Sequence[float] | None, optional
+        Per-joint velocity limits (rad/s); ``None`` or an infinite limit writes
+        :data:`DEFAULT_VELOCITY_LIMIT`.
     name : str, optional
         The robot's name.
 
@@ -109,6 +116,10 @@ def skeleton_to_urdf(
     if not all(effort > 0.0 for effort in efforts):  # also rejects NaN
         msg = f"effort limits must be positive (N*m; inf for none), got {efforts}"
         raise ValueError(msg)
+    speeds = list(velocity_limits) if velocity_limits is not None else [DEFAULT_VELOCITY_LIMIT] * skeleton.num_joints
+    if len(speeds) != skeleton.num_joints or not all(speed > 0.0 for speed in speeds):
+        msg = f"velocity limits must be one positive value per joint (rad/s; inf for none), got {speeds}"
+        raise ValueError(msg)
     parts = [f'<?xml version="1.0"?>\n<robot name={quoteattr(name)}>\n']
     parts.append(f'  <link name="{BASE_FRAME}">\n')
     if skeleton.base_length > 0.0:
@@ -129,11 +140,12 @@ def skeleton_to_urdf(
             f"    </inertial>\n" + _box(prop.length, f"link_color_{index % 2}", _COLORS[index % 2]) + "  </link>\n"
         )
         effort = efforts[index] if math.isfinite(efforts[index]) else DEFAULT_EFFORT_LIMIT
+        speed = speeds[index] if math.isfinite(speeds[index]) else DEFAULT_VELOCITY_LIMIT
         parts.append(
             f'  <joint name={quoteattr(joint_names[index])} type="{kind}">\n'
             f"    <parent link={quoteattr(parent)}/>\n    <child link={quoteattr(child)}/>\n"
             f'    <origin xyz="{_num(offset)} 0 0" rpy="0 0 0"/>\n    <axis xyz="0 0 1"/>\n'
-            f'    <limit {position_limits}effort="{_num(effort)}" velocity="{_num(DEFAULT_VELOCITY_LIMIT)}"/>\n'
+            f'    <limit {position_limits}effort="{_num(effort)}" velocity="{_num(speed)}"/>\n'
             f"  </joint>\n"
         )
         parent = child
@@ -150,3 +162,29 @@ def skeleton_to_urdf(
 
 
 # ----------------------------------------------------------------------------- reading
+
+
+def arm_urdf(arm: ArmSetup, joint_names: Sequence[str], effort_limits: Sequence[float] = ()) -> str:
+    """Write the URDF of a scenario's arm with its links' effort and velocity limits (the simulator's description).
+
+    Parameters
+    ----------
+    arm : ArmSetup
+        The scenario's arm (:func:`skelarm_ros.sim.scenario.load_arm`).
+    joint_names : Sequence[str]
+        One name per joint.
+    effort_limits : Sequence[float], optional
+        Effort limits that override the links' ``effort_limit`` keys (a node's ``effort_limits``); empty for theirs.
+
+    Returns
+    -------
+    str
+        The URDF document.
+    """
+    rated = arm.limits or JointLimits.none(arm.num_joints)
+    return skeleton_to_urdf(
+        arm.skeleton,
+        joint_names,
+        effort_limits=list(effort_limits) or rated.effort_list(),
+        velocity_limits=rated.velocity.tolist(),
+    )

@@ -26,8 +26,10 @@ import numpy as np
 import pinocchio as pin
 from skelarm import LinkProp, Skeleton
 
+from skelarm_ros.sim.scenario import JointLimits
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from numpy.typing import NDArray
 
@@ -108,6 +110,52 @@ def skeleton_from_urdf(
     base = reader.frame_fixed_to(base_link, joint=0, role="base_link") if base_link else 1
     tip = reader.frame_fixed_to(tip_link, joint=chain[-1], role="tip_link") if tip_link else reader.leaf(chain[-1])
     return reader.skeleton(chain, base, tip), [str(model.names[joint]) for joint in chain]
+
+
+def joint_limits_from_urdf(urdf: str, joint_names: Sequence[str]) -> JointLimits:
+    """Read the effort and velocity limits of the named joints from their ``<limit effort= velocity=>``.
+
+    A joint without a ``<limit>``, or whose ``effort`` or ``velocity`` is absent or zero (URDF's
+    "not given"), has no such limit (``inf``).
+
+    Parameters
+    ----------
+    urdf : str
+        The URDF document.
+    joint_names : Sequence[str]
+        The arm's joints, in its order (:func:`skeleton_from_urdf` returns them).
+
+    Returns
+    -------
+    JointLimits
+        One value per joint, as the links' ``effort_limit`` and ``velocity_limit`` keys give them.
+
+    Raises
+    ------
+    URDFError
+        If the document is not XML, a named joint is not in it, or a limit is not a number.
+    """
+    try:
+        document = ET.fromstring(urdf)
+    except ET.ParseError as error:
+        msg = f"the URDF is not valid XML ({error})"
+        raise URDFError(msg) from None
+    joints = {str(joint.get("name")): joint for joint in document.findall("{*}joint")}
+    columns: dict[str, list[float]] = {"effort": [], "velocity": []}
+    for name in joint_names:
+        if name not in joints:
+            msg = f"the URDF has no joint '{name}'; give the names of its joints"
+            raise URDFError(msg)
+        limit = joints[name].find("{*}limit")
+        for key, column in columns.items():
+            text = None if limit is None else limit.get(key)
+            try:
+                value = math.inf if text is None else float(text)
+            except ValueError:
+                msg = f"URDF joint '{name}' has <limit {key}=\"{text}\">; give a number"
+                raise URDFError(msg) from None
+            column.append(value if math.isfinite(value) and value > 0.0 else math.inf)
+    return JointLimits(np.array(columns["effort"]), np.array(columns["velocity"]))
 
 
 def _parse(urdf: str) -> tuple[ET.Element, pin.Model]:
