@@ -18,11 +18,19 @@ from skelarm_ros.sim.scenario import JointDrive
 SIM_STEP = 0.0005  # s: MuJoCo's step
 
 
-def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, gravity=(0.0, 0.0), *, step: float = SIM_STEP) -> str:
-    """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors."""
+def mujoco_xml(
+    arm: skelarm.Skeleton, drive: JointDrive, gravity=(0.0, 0.0), *, step: float = SIM_STEP, stops: bool = False
+) -> str:
+    """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors.
+
+    With ``stops`` each hinge stops at the link's joint limits (a real arm's mechanical stops).
+    """
 
     def n(value) -> str:
         return repr(float(value))
+
+    def limits(prop) -> str:
+        return f'limited="true" range="{n(prop.qmin)} {n(prop.qmax)}" ' if stops else ""
 
     bodies = []
     offset = arm.base_length
@@ -31,7 +39,7 @@ def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, gravity=(0.0, 0.0), *, 
         inertia = max(p.i, 1e-9)
         bodies.append(
             f'<body name="l{k + 1}" pos="{n(offset)} 0 0">'
-            f'<joint name="j{k + 1}" type="hinge" axis="0 0 1" armature="{n(drive.armature[k])}" '
+            f'<joint name="j{k + 1}" type="hinge" axis="0 0 1" armature="{n(drive.armature[k])}" {limits(p)}'
             f'damping="{n(drive.viscous[k])}" frictionloss="{n(drive.coulomb[k])}" solreffriction="0.002 1"/>'
             f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
             f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
@@ -57,12 +65,16 @@ class MujocoArm:
         Armature and friction per joint; ``None`` for none.
     gravity : tuple[float, float]
         Planar gravity (m/s^2).
+    stops : bool
+        Whether the joints stop at the links' limits.
     """
 
-    def __init__(self, arm: skelarm.Skeleton, drive: JointDrive | None = None, gravity=(0.0, 0.0)) -> None:
+    def __init__(
+        self, arm: skelarm.Skeleton, drive: JointDrive | None = None, gravity=(0.0, 0.0), *, stops: bool = False
+    ) -> None:
         self.num_joints = arm.num_joints
         drive = drive if drive is not None else JointDrive.ideal(arm.num_joints)
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity))
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity, stops=stops))
         self.data = mujoco.MjData(self.model)
         self.t = 0.0
         self.reset(arm.q)

@@ -35,7 +35,7 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
 
 Inside, the arm is the scenario's robot in one of two engines (``plant``): ``mujoco``, a
 MuJoCo model of it (``mujoco_arm.py``, RK4 at 0.5 ms, the links' armature and friction as
-MuJoCo's), an engine that is not the project's; or ``engine``, the project's own
+MuJoCo's, the joint limits as its stops), an engine that is not the project's; or ``engine``, the project's own
 :class:`skelarm_ros.sim.engine.ArmEngine` at the scenario's ``dt``. Either is stepped to keep
 up with the wall clock (a physical arm does not wait for its driver's timer).
 
@@ -89,7 +89,7 @@ class MujocoPlant(MujocoArm):
     """The MuJoCo model of the scenario's arm as the driver's arm."""
 
     def __init__(self, arm) -> None:
-        super().__init__(arm.skeleton, arm.drive, tuple(arm.grav_vec))
+        super().__init__(arm.skeleton, arm.drive, tuple(arm.grav_vec), stops=arm.enforce_limits)
         self.step_size = self.model.opt.timestep
 
 

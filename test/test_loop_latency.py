@@ -1,4 +1,5 @@
-"""The controller's answers timed against the driver's state period (skelarm_ros.control.latency)."""
+"""The controller's answers timed against the driver's state period (skelarm_ros.control.latency), and why it
+matters: a command one tick late turns a reach that is stable on time unstable (on a MuJoCo arm)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import re
 
 import numpy as np
 import pytest
+from mujoco_arm import SIM_STEP, MujocoArm
 
 from skelarm_ros.control.latency import LATE_WINDOW, LoopLatency
+from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.interface import WARNING
+from skelarm_ros.sim.engine import ArmEngine
+from skelarm_ros.sim.scenario import load_arm, load_scenario
 
 PERIOD_NS = 4_000_000  # a 250 Hz driver
 
@@ -49,3 +54,67 @@ def test_answers_later_than_half_a_period_are_warned_about_once():
     assert "acts a period late" in said[0].text
     assert latency.late == 100
     assert f"the last {LATE_WINDOW} answers" in said[0].text
+
+
+# A three-link arm whose last link is light: under skelarm's time-varying stiffness reach (its default gains, the
+# task-space damping 22.5 N*s/m) the smallest task-space inertia at the start is 0.075 kg, so the damping's
+# discrete gain D*T/m over a 4 ms period is 1.2: inside 2, where a command acting at the next tick is stable,
+# outside 1, where one acting a tick later is (docs/controller.md, "Loop latency").
+THREE_LINKS = """
+[skeleton]
+base_length = 0.0
+{links}
+[initial]
+q = [30.0, 60.0, 30.0]
+
+[task]
+type = "reaching"
+target = {{ pos = [0.25, 0.35], tolerance = 0.01 }}
+duration = 2.0
+
+[simulator]
+dt = 0.002
+
+[controller]
+type = "time_varying_stiffness"
+"""
+LINKS = [(0.3, 1.0, 0.01), (0.25, 0.6, 0.004), (0.15, 0.2, 0.0006)]  # length (m), mass (kg), inertia (kg*m^2)
+
+
+def reach_on_mujoco(path, ticks_late: int) -> tuple[float, float]:
+    """Run the reach on the MuJoCo arm at 250 Hz, each command acting ``ticks_late`` ticks after the next one;
+    return the largest command (N*m, stopping past 1000) and the tip's distance from the target after 3 s (m)."""
+    loop, _ = build_control_loop(path)
+    arm = load_arm(path)
+    plant = MujocoArm(arm.skeleton)
+    waiting, torque, peak = [], np.zeros(3), 0.0
+    for k in range(750):
+        waiting.append(loop.control(loop.joint_names, plant.q.tolist(), plant.dq.tolist(), k * PERIOD_NS).torque)
+        peak = max(peak, float(np.abs(waiting[-1]).max()))
+        if len(waiting) > ticks_late:
+            torque = waiting.pop(0)
+        for _ in range(round(0.004 / SIM_STEP)):
+            plant.step(torque)
+        if peak > 1000.0:
+            break
+    tip = ArmEngine(arm.skeleton, arm.dt).endpoint(plant.q)
+    return peak, math.dist(tip, load_scenario(path).task.target)
+
+
+def test_a_command_one_tick_late_turns_a_stable_reach_unstable(tmp_path):
+    links = "".join(
+        f"[[skeleton.link]]\nlength = {length}\nmass = {mass}\ninertia = {inertia}\ncom = [{length / 2}, 0.0]\n"
+        for length, mass, inertia in LINKS
+    )
+    path = tmp_path / "three_links.toml"
+    path.write_text(THREE_LINKS.format(links=links))
+    arm = load_arm(path)
+    engine = ArmEngine(arm.skeleton, arm.dt)
+    q = arm.skeleton.q
+    jacobian = engine.jacobian(q)
+    smallest = np.linalg.eigvalsh(np.linalg.inv(jacobian @ np.linalg.inv(engine.mass_matrix(q)) @ jacobian.T)).min()
+    assert 1.0 < 22.5 * 0.004 / smallest < 2.0
+    on_time, reached = reach_on_mujoco(path, 0)
+    assert on_time < 1.0 and reached < 0.002
+    late, _ = reach_on_mujoco(path, 1)
+    assert late > 1000.0
