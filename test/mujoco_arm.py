@@ -94,8 +94,8 @@ class MujocoArm:
     def dq(self) -> np.ndarray:
         return self.data.qvel.copy()
 
-    def step(self, tau) -> None:
-        """One MuJoCo step of :data:`SIM_STEP` under the joint torque ``tau`` (N*m)."""
+    def step(self, tau, steps: int = 1) -> None:
+        """``steps`` MuJoCo steps of :data:`SIM_STEP` under the joint torque ``tau`` (N*m)."""
         self.data.ctrl[:] = tau
-        mujoco.mj_step(self.model, self.data)
-        self.t += SIM_STEP
+        mujoco.mj_step(self.model, self.data, steps)
+        self.t += steps * SIM_STEP

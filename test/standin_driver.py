@@ -30,6 +30,8 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   (s since the first state) and the torques in the arm's joint order; ``states_log:=path``
   one line per state published: its stamp (s since the first state), ``1`` once the arm is
   released (``0`` while braked), then the arm's exact joint angles and velocities;
+- ``thread_priority`` (1-99): its threads run under SCHED_FIFO, as a real driver's hardware
+  loop does, where the user may (else it says so and runs normally);
 - the service ``driver/reset`` (std_srvs/Trigger) puts the arm back at rest at its first
   pose, braked again with ``brake``, its held command zero, and writes ``reset`` in both logs.
 
@@ -61,7 +63,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
-from skelarm_ros.nodes.spinning import spin_until, try_shutdown
+from skelarm_ros.nodes.spinning import set_thread_priority, spin_until, try_shutdown
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm
 
@@ -81,8 +83,9 @@ class EnginePlant:
     def reset(self, q) -> None:
         self.engine.set_state(q, np.zeros_like(self.engine.q))
 
-    def step(self, tau) -> None:
-        self.engine.step(tau)
+    def step(self, tau, steps: int) -> None:
+        for _ in range(steps):
+            self.engine.step(tau)
 
 
 class MujocoPlant(MujocoArm):
@@ -214,10 +217,9 @@ class StandInDriver(Node):
     def _tick(self) -> None:
         now = self._now()
         if self.released:  # the arm moves under the torque that acted since the last tick
-            end = min(now, self.plant_t + MAX_CATCH_UP)
-            while self.plant_t + self.plant.step_size <= end:
-                self.plant.step(self.tau)
-                self.plant_t += self.plant.step_size
+            steps = int(min(now - self.plant_t, MAX_CATCH_UP) / self.plant.step_size)
+            self.plant.step(self.tau, steps)
+            self.plant_t += steps * self.plant.step_size
         self.plant_t = max(self.plant_t, now - self.plant.step_size)  # a stalled process does not replay the gap
         while self.waiting and self.waiting[0][0] <= now:  # what acts from this tick on
             self.tau = self.waiting.popleft()[1]
@@ -252,6 +254,8 @@ def main() -> int:
     node = StandInDriver()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    # A real arm's driver runs its hardware loop at a real-time priority, where the machine allows it.
+    set_thread_priority(node, int(node.declare_parameter("thread_priority", 0).value))
     spin_until(node, executor)  # ends cleanly on SIGINT / SIGTERM
     node.close()
     node.destroy_node()

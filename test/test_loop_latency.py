@@ -93,8 +93,7 @@ def reach_on_mujoco(path, ticks_late: int) -> tuple[float, float]:
         peak = max(peak, float(np.abs(waiting[-1]).max()))
         if len(waiting) > ticks_late:
             torque = waiting.pop(0)
-        for _ in range(round(0.004 / SIM_STEP)):
-            plant.step(torque)
+        plant.step(torque, round(0.004 / SIM_STEP))
         if peak > 1000.0:
             break
     tip = ArmEngine(arm.skeleton, arm.dt).endpoint(plant.q)

@@ -59,6 +59,7 @@ SCENARIO = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "reach
 ARM_JOINTS = ["turret", "shoulder", "elbow", "wrist"]  # the driver's names, in the arm's joint order
 DRIVER_JOINTS = ["elbow", "turret", "wrist", "shoulder"]  # the order its effort controller takes them in
 RATE = 250.0  # Hz, the driver's state rate
+DRIVER_PRIORITY = 20  # SCHED_FIFO for the driver (a real one's hardware loop has it; the controller runs as launched)
 COMMAND_DELAY = 0.004  # s from a command's arrival to the first driver tick it may act from
 FAR = [-30.0, 25.0, 0.0, 0.0]  # degrees from the scenario's initial pose (inside the joints' limits)
 DRIVE = "armature = 0.01\nviscous = 0.05\ncoulomb = 0.05\n"  # every link's, in MuJoCo and in the controller's model
@@ -104,15 +105,29 @@ def needed(path: Path) -> float:
     return float(np.abs(log.channel("tau")).max())
 
 
-def segments(path: Path) -> list[np.ndarray]:
-    """A driver log's rows, one array per stretch between resets."""
-    parts: list[list[list[float]]] = [[]]
-    for line in path.read_text().splitlines():
-        if line == "reset":
-            parts.append([])
-        elif line.strip():
-            parts[-1].append([float(value) for value in line.split()])
-    return [np.array(part) if part else np.empty((0, 0)) for part in parts]
+class DriverLog:
+    """A driver's log read as it grows: its rows, one list per stretch between resets."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._read = 0
+        self._parts: list[list[list[float]]] = [[]]
+
+    def rows(self, part: int = -1) -> np.ndarray:
+        """The rows of one stretch (the last by default) so far, as an array (empty without any)."""
+        if self.path.exists():
+            with self.path.open(encoding="utf-8") as stream:
+                stream.seek(self._read)
+                text = stream.read()
+            complete = text[: text.rfind("\n") + 1]  # a line still being written waits for the next read
+            self._read += len(complete.encode())
+            for line in complete.splitlines():
+                if line == "reset":
+                    self._parts.append([])
+                elif line.strip():
+                    self._parts[-1].append([float(value) for value in line.split()])
+        rows = self._parts[part]
+        return np.array(rows) if rows else np.empty((0, 0))
 
 
 class Driver:
@@ -121,7 +136,7 @@ class Driver:
     def __init__(self, folder: Path, path: Path, **parameters: object) -> None:
         folder.mkdir(exist_ok=True)
         self.folder, self.path, self.namespace = folder, path, folder.name
-        self.commands_log, self.states_log = folder / "commands.txt", folder / "states.txt"
+        self.commands_log, self.states_log = DriverLog(folder / "commands.txt"), DriverLog(folder / "states.txt")
         arguments = {
             "scenario": str(path),
             "plant": "mujoco",
@@ -133,8 +148,9 @@ class Driver:
             "encoder_ticks": 2**16,
             "velocity_noise": 0.02,
             "brake": True,
-            "commands_log": str(self.commands_log),
-            "states_log": str(self.states_log),
+            "thread_priority": DRIVER_PRIORITY,
+            "commands_log": str(self.commands_log.path),
+            "states_log": str(self.states_log.path),
             **parameters,
         }
         self.process = procs.start_script(
@@ -147,23 +163,25 @@ class Driver:
         )
         self.probe = procs.Probe(self.namespace)
         self.reset_client = self.probe.node.create_client(Trigger, "driver/reset")
-        self.probe.spin_until(lambda: self.states() is not None, START_TIMEOUT, f"the driver's states\n{self.logs()}")
+        self.probe.spin_until(lambda: len(self.states()) > 0, START_TIMEOUT, f"the driver's states\n{self.logs()}")
 
-    def states(self, part: int = -1) -> np.ndarray | None:
-        """The states published since the last reset (time, released, q, dq: the arm's exact ones), or None."""
-        if not self.states_log.exists():
-            return None
-        rows = segments(self.states_log)[part]
-        return rows if len(rows) else None
+    def states(self) -> np.ndarray:
+        """The states published since the last reset: time, released, then the arm's exact q and dq."""
+        return self.states_log.rows()
 
-    def commands(self, part: int = -1) -> np.ndarray:
-        """The commands received since the last reset (time, then the torques in the arm's order)."""
-        return segments(self.commands_log)[part]
+    def commands(self) -> np.ndarray:
+        """The commands received since the last reset: time, then the torques in the arm's order."""
+        return self.commands_log.rows()
 
     def released_for(self, seconds: float) -> bool:
         states = self.states()
-        released = None if states is None else states[states[:, 1] > 0.0]
-        return released is not None and len(released) > 0 and released[-1, 0] - released[0, 0] >= seconds
+        released = states[states[:, 1] > 0.0] if len(states) else states
+        return len(released) > 0 and released[-1, 0] - released[0, 0] >= seconds
+
+    def states_for(self, seconds: float) -> None:
+        """Wait until the driver has published ``seconds`` more of states."""
+        end = self.states()[-1, 0] + seconds
+        self.probe.spin_until(lambda: self.states()[-1, 0] >= end, START_TIMEOUT, f"{seconds} s of states")
 
     def reset(self) -> None:
         assert self.probe.call(self.reset_client, Trigger.Request()).success
@@ -171,7 +189,6 @@ class Driver:
     def tip_error(self) -> float:
         """How far the tip of the arm's last state is from the task's target (m)."""
         states = self.states()
-        assert states is not None
         arm = load_arm(self.path)
         tip = ArmEngine(arm.skeleton, arm.dt).endpoint(states[-1, 2 : 2 + len(ARM_JOINTS)])
         return math.dist(tip, load_scenario(self.path).task.target)
@@ -218,6 +235,19 @@ def run_until(driver: Driver, launched: Launch, seconds: float) -> None:
     assert ok and launched.process.poll() is None, f"{launched.output()}\n{driver.logs()}"
 
 
+def run_task(driver: Driver, launched: Launch, *, after: str = "") -> None:
+    """Wait until the controller says its task's time ended (after its line saying ``after``), then :data:`SETTLE`."""
+
+    def ended() -> bool:
+        lines = list(launched.lines)
+        start = next((index for index, line in enumerate(lines) if after in line), None)
+        return start is not None and any("the task's time" in line for line in lines[start:])
+
+    ok = driver.probe.wait_for(lambda: ended() or launched.process.poll() is not None, 120.0)
+    assert ok and launched.process.poll() is None, f"{launched.output()}\n{driver.logs()}"
+    driver.states_for(SETTLE)
+
+
 @pytest.fixture
 def cpu_bound():
     """A process that keeps one core busy for the test's duration, ended by its id."""
@@ -236,7 +266,6 @@ def test_a_vertical_arm_is_held_from_the_first_command(tmp_path: Path) -> None:
         states = driver.states()
     finally:
         driver.close()
-    assert states is not None
     pose = states[0, 2:6]
     released = states[states[:, 1] > 0.0]
     early = released[released[:, 0] <= released[0, 0] + HOLD]
@@ -271,7 +300,6 @@ def test_a_diverging_arm_is_stopped_and_the_launch_ends_with_1_naming_the_contro
         assert failure("controller", 1) in output or failure(f"{driver.namespace}/controller", 1) in output, output
         assert "the arm is diverging:" in output and "faster than its velocity_limit 3 rad/s" in output, output
         assert np.abs(commands[:, 1:]).max() <= 30.0  # none above the links' effort_limit reached the driver
-        assert states is not None
         fast = states[np.abs(states[:, 6:10]).max(axis=1) > 3.0, 0]
         zeros = np.flatnonzero(~commands[:, 1:].any(axis=1))
         assert len(fast) and len(zeros), f"{output}\n{driver.logs()}"
@@ -282,7 +310,7 @@ def test_a_diverging_arm_is_stopped_and_the_launch_ends_with_1_naming_the_contro
         # The scenario's own gains, the same limits: the reach is not stopped and ends within its tolerance.
         driver.reset()
         own = launch(driver, arm, LAUNCHERS[launcher])
-        run_until(driver, own, 2.0 + SETTLE)
+        run_task(driver, own)
         error = driver.tip_error()
         stop(own, driver)
     finally:
@@ -316,7 +344,7 @@ def test_starts_beside_a_cpu_bound_process_never_kick(tmp_path: Path, cpu_bound:
     far = Driver(tmp_path / "far", path, offset=FAR)
     try:
         launched = launch(far, path)
-        run_until(far, launched, 1.0 + SETTLE)
+        run_task(far, launched)
         error = far.tip_error()
         stop(launched, far)
         peak = float(np.abs(far.commands()[:, 1:]).max())
@@ -334,7 +362,7 @@ def test_stale_states_bring_a_zero_command_then_control_resumes(tmp_path: Path) 
     driver = Driver(tmp_path / "gap", path, gap_at=gap_at, gap=gap)
     try:
         launched = launch(driver, path)
-        run_until(driver, launched, gap_at + gap + 1.0 + SETTLE)
+        run_task(driver, launched, after="time line restarted")
         error = driver.tip_error()
         stop(launched, driver)
         commands = driver.commands()
