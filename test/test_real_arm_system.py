@@ -351,6 +351,7 @@ def test_starts_beside_a_cpu_bound_process_never_kick(tmp_path: Path, cpu_bound:
     finally:
         far.close()
     from_there = needed(scenario(tmp_path, "from_there", initial=initial))
+    print(f"a start 30 deg away: peak {peak:.3f} N*m; a reach planned from there needs {from_there:.3f}")
     assert peak <= 2.0 * from_there, f"peak {peak:.3f} N*m, planned from there {from_there:.3f}\n{launched.output()}"
     assert error < load_scenario(path).task.tolerance, f"the tip ended {error:.4f} m from the target"
     assert "the arm starts 0.524 rad (30.0 deg) from the scenario's initial pose at turret" in launched.output()
