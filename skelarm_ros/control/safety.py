@@ -345,7 +345,7 @@ class DivergenceGuard:
         saturated = np.array([item.saturated for item in window])
         torques = np.array([item.torque for item in window])
         speeds = np.abs(np.array([item.dq for item in window])).max(axis=0)
-        for joint in np.flatnonzero(self._unlimited & state.saturated):
+        for joint in np.flatnonzero(self._unlimited & state.saturated).tolist():
             sides = np.sign(torques[saturated[:, joint], joint])
             flips = int(np.count_nonzero(np.diff(sides)))
             limit = f"its effort limit ({abs(state.torque[joint]):.3g} N*m)"
