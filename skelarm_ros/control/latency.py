@@ -39,6 +39,12 @@ _EDGES = 10.0 ** np.arange(-6.0, 1.0 + 1e-9, 0.01)  # s: latency histogram bins,
 class LoopLatency:
     """The answers' latencies and the states' period (see the module).
 
+    Parameters
+    ----------
+    warn : bool, optional
+        Warn about late answers (on a live arm; beside the lockstep simulator, which waits for
+        each answer, a late one costs nothing).
+
     Attributes
     ----------
     answers : int
@@ -49,8 +55,9 @@ class LoopLatency:
         The longest latency (s), 0 before any answer.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, warn: bool = True) -> None:
         """Start with nothing seen."""
+        self._warned = not warn
         self.answers = 0
         self.late = 0
         self.worst = 0.0
@@ -61,7 +68,6 @@ class LoopLatency:
         self._period = math.nan
         self._recent: deque[bool] = deque(maxlen=LATE_WINDOW)
         self._recent_late = 0
-        self._warned = False
 
     @property
     def period(self) -> float:
@@ -85,7 +91,8 @@ class LoopLatency:
         -------
         list[Say]
             One warning, the first time more than :data:`LATE_SHARE` of the period was
-            taken by more than :data:`LATE_ALLOWED` of the last :data:`LATE_WINDOW` answers.
+            taken by more than :data:`LATE_ALLOWED` of the last :data:`LATE_WINDOW` answers
+            (never with ``warn`` false).
         """
         latency = max(sent - arrived, 0.0)
         self.answers += 1

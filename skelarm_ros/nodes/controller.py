@@ -158,7 +158,7 @@ class ControllerNode(KitNode):
             self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
         )
         self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name, WATCH_PERIOD)
-        self.latency = LoopLatency()
+        self.latency = LoopLatency(warn=params.live_arm)
         self._sent = 0.0  # when the last command went out (monotonic s)
         self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
         steady = Clock(clock_type=ClockType.STEADY_TIME)
