@@ -23,7 +23,7 @@ every state it published, which the checks read:
 - a 1 s gap in the joint states brings a zero command within 0.6 s, then control resumes
   and the reach ends within its tolerance.
 
-``SKELARM_ROS_STARTS`` sets how many starts from the pose (4 in ``make test``; the report
+``SKELARM_ROS_STARTS`` sets how many starts from the pose (3 in ``make test``; the report
 in docs/controller.md ran 20).
 """
 
@@ -66,7 +66,7 @@ DRIVE = "armature = 0.01\nviscous = 0.05\ncoulomb = 0.05\n"  # every link's, in 
 LIMITS = "effort_limit = 30.0\nvelocity_limit = 3.0\n"
 TOO_HIGH = (20000.0, 600.0)  # computed torque's kp, kd: far too high for a 250 Hz driver acting 8 ms late
 SETTLE = 0.5  # s after the reach's duration before the tip is read
-STARTS = int(os.environ.get("SKELARM_ROS_STARTS", "4"))
+STARTS = int(os.environ.get("SKELARM_ROS_STARTS", "3"))
 HOLD = 0.2  # s after the release over which the vertical arm must stay put
 HELD = 1.0  # deg it may move meanwhile
 FIRST = 0.3  # s of a start's first commands held to twice the reach's need
