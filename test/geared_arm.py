@@ -27,6 +27,7 @@ import numpy as np
 import skelarm
 from bagwriter import NS, START, joint_state, write_bag
 from excite import robot_tables, write_toml
+from mujoco_arm import SIM_STEP, mujoco_xml
 
 from skelarm_ros.identification import excitation
 from skelarm_ros.sim.engine import set_joints
@@ -41,7 +42,6 @@ TRUE_DRIVE = JointDrive.of(
 )
 PERIOD = 0.004  # s: the driver's 250 Hz
 DELAY = 0.004  # s: from a command to the motor torque
-SIM_STEP = 0.0005  # s: MuJoCo's step
 ENCODER = 2.0 * math.pi / 2**16  # rad per count at the joint
 VELOCITY_NOISE = 0.02  # rad/s
 EFFORT_NOISE = 0.02  # share of each joint's torque RMS
@@ -67,34 +67,6 @@ def true_arm(seed: int = 4) -> skelarm.Skeleton:
     return arm
 
 
-def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, gravity=GRAVITY) -> str:
-    """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors."""
-
-    def n(value) -> str:
-        return repr(float(value))
-
-    bodies = []
-    offset = arm.base_length
-    for k, link in enumerate(arm.links[1:]):
-        p = link.prop
-        inertia = max(p.i, 1e-9)
-        bodies.append(
-            f'<body name="l{k + 1}" pos="{n(offset)} 0 0">'
-            f'<joint name="j{k + 1}" type="hinge" axis="0 0 1" armature="{n(drive.armature[k])}" '
-            f'damping="{n(drive.viscous[k])}" frictionloss="{n(drive.coulomb[k])}" solreffriction="0.002 1"/>'
-            f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
-            f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
-        )
-        offset = p.length
-    motors = "".join(f'<motor joint="j{k + 1}" gear="1"/>' for k in range(arm.num_joints))
-    return (
-        '<mujoco model="geared_arm"><compiler angle="radian"/>'
-        f'<option timestep="{n(SIM_STEP)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
-        "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody>"
-        f"<actuator>{motors}</actuator></mujoco>"
-    )
-
-
 @dataclass
 class Run:
     """What the driver saw and did, one row per period."""
@@ -115,7 +87,7 @@ class GearedArm:
         self.arm = arm if arm is not None else true_arm()
         self.drive = drive
         self.delay = delay
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, drive))
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, drive, GRAVITY))
         self.data = mujoco.MjData(self.model)
         self.sub = round(PERIOD / SIM_STEP)
 

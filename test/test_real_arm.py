@@ -1,4 +1,5 @@
-"""Driving a real arm, the pure parts: plan_from, soft start, joint limits, stale states, gravity and drive.
+"""Driving a real arm, the pure parts: plan_from, the live start, the soft start's hold, limits, divergence, stale
+states, gravity and drive.
 
 The plant here is the Pinocchio engine stepped at the scenario's step with the command
 held between states that come at 250 Hz, as a driver's are (test_real_arm_system.py runs
@@ -17,9 +18,19 @@ from bagwriter import arm_run, write_bag
 
 from skelarm_ros.cli.graph import HARDWARE_SOFT_START, describe
 from skelarm_ros.control.loop import ControlLoop, build_control_loop
-from skelarm_ros.control.safety import FAR_START, JointLimitGuard, StateWatch, ramp_at, soft_start_bound
+from skelarm_ros.control.safety import (
+    FAR_START,
+    DivergenceGuard,
+    GuardedState,
+    HoldingTorque,
+    JointLimitGuard,
+    StateWatch,
+    clamp_efforts,
+    ramp_at,
+    soft_start,
+)
 from skelarm_ros.control.twins import FastComputedTorque, FastInverseDynamicsPD, with_fast_model
-from skelarm_ros.interface import INFO, WARNING
+from skelarm_ros.interface import ERROR, INFO, WARNING
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm, load_scenario
 
@@ -28,13 +39,27 @@ NAMES = ["j1", "j2", "j3", "j4"]
 STATE_STEPS = 2  # a state every 2 steps of 2 ms: 250 Hz
 
 
-def reach(folder: Path, name: str = "reach", *, gravity: bool = False, drive: bool = False) -> Path:
-    """The bundled four-link reach, 1 s long; in the vertical plane, or with a drive, when asked."""
-    text = SCENARIO.read_text().replace("duration = 5.0", "duration = 1.0")
+def reach(
+    folder: Path,
+    name: str = "reach",
+    *,
+    gravity: bool = False,
+    drive: bool = False,
+    limits: str = "",
+    duration: float = 1.0,
+    controller: str = "",
+) -> Path:
+    """The bundled four-link reach, 1 s long; in the vertical plane, with a drive, with link limits (keys), another
+    duration or another [controller] table, when asked."""
+    text = SCENARIO.read_text().replace("duration = 5.0", f"duration = {duration}")
     if gravity:
         text = text.replace("[simulator]\n", "[simulator]\ngrav_vec = [0.0, -9.81]\n")
     if drive:
         text = text.replace("com = [0.05, 0.0]\n", "com = [0.05, 0.0]\narmature = 0.01\nviscous = 0.2\ncoulomb = 0.1\n")
+    if limits:
+        text = text.replace("limits = [", f"{limits}\nlimits = [")
+    if controller:
+        text = text.split("[controller]")[0] + controller
     path = folder / f"{name}.toml"
     path.write_text(text)
     return path
@@ -51,9 +76,10 @@ def drive_arm(loop: ControlLoop, path: Path, offset: np.ndarray | None = None, s
     while engine.t < seconds:
         if step % STATE_STEPS == 0:
             output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
-            torque = output.torque
-            commands.append(torque)
             said += output.said
+            if output.torque is not None:  # a live arm's first state only prepares the start
+                torque = output.torque
+                commands.append(torque)
         engine.step(torque)
         step += 1
     target = load_scenario(path).task.target
@@ -91,23 +117,30 @@ def test_a_far_start_is_planned_from_the_state_and_said_once(tmp_path):
     assert quiet == []
 
 
-def test_restart_time_starts_the_time_line_at_the_next_state_without_replanning(tmp_path):
+def test_on_a_live_arm_a_time_line_starts_at_the_state_after_the_one_it_was_planned_on(tmp_path):
     path = reach(tmp_path)
-    loop, _ = build_control_loop(path)
-    names = loop.joint_names
-    q = (np.array(loop.initial_q) + np.radians([30.0, 0.0, 0.0, 0.0])).tolist()
+    live, _ = build_control_loop(path, live_arm=True)
+    names = live.joint_names
+    q = (np.array(live.initial_q) + np.radians([-30.0, 25.0, 0.0, 0.0])).tolist()
     rest = [0.0] * len(q)
-    first = loop.control(names, q, rest, 1_000_000_000)
-    loop.restart_time()  # the first state took long: 40 ms of states came meanwhile, the arm at rest
-    again = loop.control(names, q, rest, 1_040_000_000)
-    later = loop.control(names, q, rest, 1_044_000_000)
-    assert first.t == again.t == 0.0 and later.t == pytest.approx(0.004)
-    assert np.allclose(again.torque, first.torque)  # the reference has not run ahead of the arm
-    assert loop.restarts == 0 and again.said == []
-    unmoved, _ = build_control_loop(path)
-    unmoved.control(names, q, rest, 1_000_000_000)
-    ahead = unmoved.control(names, q, rest, 1_040_000_000)
-    assert ahead.t == pytest.approx(0.04) and np.abs(ahead.torque).max() > np.abs(first.torque).max()
+    planned = live.control(names, q, rest, 1_000_000_000)  # planned from here, nothing sent
+    assert planned.torque is None and planned.said[0].text.startswith("the arm starts 0.524 rad")
+    # Planning took 40 ms: the next state starts the time line, the reference has not run ahead of the arm.
+    first = live.control(names, q, rest, 1_040_000_000)
+    later = live.control(names, q, rest, 1_044_000_000)
+    assert first.t == 0.0 and later.t == pytest.approx(0.004) and live.restarts == 0 and first.said == []
+    offline, _ = build_control_loop(path)  # the same state answered at once, as the simulator's lockstep does
+    np.testing.assert_array_equal(first.torque, offline.control(names, q, rest, 1_000_000_000).torque)
+    # Each restart is prepared the same way: after a hold (replanned), for a new target, after time went back.
+    live.hold()
+    assert live.control(names, q, rest, 2_000_000_000).torque is None
+    again = live.control(names, q, rest, 2_030_000_000)
+    assert again.t == 0.0 and live.restarts == 1
+    live.set_target("base", 0.1, 0.35)
+    assert live.control(names, q, rest, 2_034_000_000).torque is None
+    assert live.control(names, q, rest, 2_090_000_000).t == 0.0 and live.restarts == 2
+    assert live.control(names, q, rest, 1_500_000_000).torque is None
+    assert live.control(names, q, rest, 1_504_000_000).t == 0.0 and live.restarts == 3
 
 
 def test_plan_from_is_checked(tmp_path):
@@ -118,23 +151,64 @@ def test_plan_from_is_checked(tmp_path):
 # -- soft start and joint limits ---------------------------------------------------------------------------
 
 
-def test_the_soft_start_ramps_the_limits_in_and_scales_joints_without_one():
-    torque = np.array([10.0, -10.0, 4.0])
-    limits = np.array([8.0, 8.0, np.inf])
+def test_the_soft_start_blends_the_torque_in_over_the_hold_and_the_effort_limits_do_not_ramp():
+    torque, hold = np.array([10.0, -10.0, 4.0]), np.array([2.0, 1.0, 0.0])
     assert ramp_at(0.25, 1.0) == 0.25 and ramp_at(2.0, 1.0) == 1.0 and ramp_at(0.0, 0.0) == 1.0
-    np.testing.assert_allclose(soft_start_bound(torque, limits, 0.25), [2.0, -2.0, 1.0])
-    np.testing.assert_allclose(soft_start_bound(torque, limits, 1.0), [8.0, -8.0, 4.0])
-    np.testing.assert_allclose(soft_start_bound(torque, None, 0.5), [5.0, -5.0, 2.0])
-    np.testing.assert_allclose(soft_start_bound(torque, None, 0.0), [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(soft_start(torque, hold, 0.0), hold)
+    np.testing.assert_allclose(soft_start(torque, hold, 0.25), [4.0, -1.75, 1.0])
+    assert soft_start(torque, hold, 1.0) is torque  # once over, the controller's own torque, to the bit
+    clamped, saturated = clamp_efforts(np.array([10.0, -10.0, 4.0]), np.array([8.0, 8.0, np.inf]))
+    assert clamped.tolist() == [8.0, -8.0, 4.0] and saturated.tolist() == [True, True, False]
+    unbounded, none = clamp_efforts(torque, None)
+    assert unbounded is torque and none is None
 
 
-def test_a_soft_start_begins_at_zero_and_the_reach_still_ends_on_target(tmp_path):
+@pytest.mark.parametrize("controller", ["", '[controller]\ntype = "joint_pd"\nkp = 300.0\nkd = 40.0\n'])
+def test_the_first_command_holds_a_vertical_arm_for_every_controller_type(tmp_path, controller):
+    path = reach(tmp_path, gravity=True, drive=True, controller=controller)
+    arm = load_arm(path)
+    loop, _ = build_control_loop(path, soft_start=0.5)
+    bare, _ = build_control_loop(path)
+    hold = HoldingTorque(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, drive=arm.drive)
+    q, rng = arm.skeleton.q + np.radians([5.0, -10.0, 20.0, 0.0]), np.random.default_rng(1)
+    for k, stamp in enumerate(range(0, 400_000_000, 4_000_000)):
+        dq = 0.1 * rng.standard_normal(4)
+        torque = loop.control(NAMES, q.tolist(), dq.tolist(), stamp).torque
+        own = bare.control(NAMES, q.tolist(), dq.tolist(), stamp).torque
+        expected = hold.at(q, dq) + (k * 0.004 / 0.5) * (own - hold.at(q, dq))
+        np.testing.assert_allclose(torque, expected, rtol=1e-12, atol=1e-12)
+    assert np.abs(hold.at(q, np.zeros(4))).max() > 1.0  # the arm's weight: what a scaled torque would drop
+    # The effort limits bound the hold too, and do not ramp: 1 N*m from the first command.
+    limited, _ = build_control_loop(path, soft_start=0.5, effort_limits=[1.0] * 4)
+    first = limited.control(NAMES, q.tolist(), [0.0] * 4, 0).torque
+    np.testing.assert_allclose(first, np.clip(hold.at(q, np.zeros(4)), -1.0, 1.0))
+
+
+def test_a_vertical_arm_released_at_the_first_command_stays_where_it_was(tmp_path):
+    path = reach(tmp_path, gravity=True, duration=5.0)  # a slow reach: its reference moves < 0.01 deg in 0.2 s
+    loop, _ = build_control_loop(path, soft_start=1.0, live_arm=True)
+    arm = load_arm(path)
+    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec)
+    start, torque, step, moved = engine.q.copy(), None, 0, 0.0
+    while engine.t < 0.2:
+        if step % STATE_STEPS == 0:
+            output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
+            torque = torque if output.torque is None else output.torque
+        if torque is not None:  # released at the first command
+            engine.step(torque)
+        else:
+            engine.t += engine.dt
+        moved = max(moved, float(np.abs(engine.q - start).max()))
+        step += 1
+    assert math.degrees(moved) < 0.1, math.degrees(moved)
+
+
+def test_a_soft_start_ends_on_target_from_far_within_limits_that_do_not_ramp(tmp_path):
     path = reach(tmp_path)
     loop, _ = build_control_loop(path, soft_start=0.5, effort_limits=[5.0, 5.0, 5.0, 5.0])
     commands, error, _ = drive_arm(loop, path, np.radians([-30.0, 25.0, 0.0, 0.0]), seconds=2.0)
-    assert not np.any(commands[0])
-    ramp = np.arange(len(commands)) * STATE_STEPS * 0.002 / 0.5
-    assert np.all(np.abs(commands) <= 5.0 * np.minimum(ramp, 1.0)[:, None] + 1e-12)
+    assert not np.any(commands[0])  # a horizontal arm at rest: held by no torque
+    assert np.abs(commands).max() <= 5.0
     assert error < load_scenario(path).task.tolerance
 
 
@@ -167,39 +241,141 @@ def test_the_loop_clamps_at_the_scenario_s_limits_only_where_they_are_stops(tmp_
     assert not any("limit" in item.text for item in free.control(NAMES, beyond.tolist(), [0.0] * 4, 1).said)
 
 
+# -- limits from the arm's description and the divergence guard -------------------------------------------
+
+
+def test_every_command_keeps_within_the_links_effort_limits_which_the_parameter_overrides(tmp_path):
+    path = reach(tmp_path, gravity=True, limits="effort_limit = 0.5")
+    loop, _ = build_control_loop(path)
+    assert loop.effort_limits.tolist() == [0.5] * 4 and loop.unlimited_joints == []
+    commands, _, _ = drive_arm(loop, path, seconds=0.2)
+    assert np.abs(commands).max() == 0.5  # the arm's weight asks for more
+    loop.set_effort_limits([0.2, np.inf, 0.2, 0.2])  # the parameter, in place of the links'
+    assert loop.unlimited_joints == ["j2"]
+    assert abs(loop.control(NAMES, load_arm(path).skeleton.q.tolist(), [0.0] * 4, 10**9).torque[0]) == 0.2
+    loop.set_effort_limits([])  # back to the links'
+    assert loop.effort_limits.tolist() == [0.5] * 4
+    free, _ = build_control_loop(reach(tmp_path, "free"))
+    assert free.effort_limits is None and free.unlimited_joints == NAMES
+
+
+def guarded(stamp_ms: float, dq, torque, saturated, error=None) -> GuardedState:
+    err = None if error is None else np.asarray(error, dtype=float)
+    return GuardedState(round(stamp_ms * 1e6), np.asarray(dq, float), np.asarray(torque, float), saturated, err)
+
+
+def test_a_joint_faster_than_its_velocity_limit_trips_the_guard_once():
+    guard = DivergenceGuard(np.array([3.0, np.inf]), ["shoulder", "elbow"])
+    assert guard.check(guarded(0, [2.9, 50.0], [1.0, 1.0], None)) is None  # elbow has no velocity limit
+    tripped = guard.check(guarded(4, [-3.4, 0.0], [1.0, 1.0], None))
+    assert tripped.level == ERROR and guard.tripped is tripped
+    assert tripped.text.startswith(
+        "the arm is diverging: shoulder turned at 3.4 rad/s, faster than its velocity_limit 3 rad/s;"
+    )
+    assert "sent zero torque" in tripped.text and "exit code 1" in tripped.text
+    assert guard.check(guarded(8, [9.0, 0.0], [1.0, 1.0], None)) is None  # said once
+
+
+def test_without_a_velocity_limit_a_chatter_at_the_effort_limit_trips_the_guard():
+    guard = DivergenceGuard(np.full(2, np.inf), ["shoulder", "elbow"])
+    said = []
+    for k in range(130):  # 4 ms states: the shoulder's command at +-30 N*m, switching side every 3 states
+        side = 1.0 if (k // 3) % 2 == 0 else -1.0
+        said.append(guard.check(guarded(4 * k, [0.5 * side, 0.0], [30.0 * side, 1.0], np.array([True, False]))))
+    first = next(k for k, item in enumerate(said) if item is not None)
+    assert first >= 112  # not before the states span (nearly) 0.5 s
+    assert said[first].text.startswith("the arm is diverging: shoulder has hit its effort limit (30 N*m) on alternate")
+    # One acceleration and one braking at the limits, and a hold at the limit against a load, are no chatter.
+    calm = DivergenceGuard(np.full(2, np.inf), ["shoulder", "elbow"])
+    for k in range(300):
+        side = 1.0 if k < 60 else -1.0
+        held = np.array([k < 120, True])
+        assert calm.check(guarded(4 * k, [0.1, 0.0], [30.0 * side, -5.0], held, [0.1, 0.1])) is None
+
+
+def test_without_a_velocity_limit_an_arm_pinned_at_its_effort_limit_while_its_error_grows_trips_the_guard():
+    guard = DivergenceGuard(np.full(2, np.inf), ["shoulder", "elbow"])
+    falling = [
+        guard.check(guarded(4 * k, [0.2, 0.0], [2.0, 0.0], np.array([True, False]), [0.01 * k, 0.0]))
+        for k in range(140)
+    ]
+    tripped = next(item for item in falling if item is not None)
+    assert "shoulder has been at its effort limit (2 N*m) for 0.5 s while its error grew from" in tripped.text
+    # Held at the limit, the error not growing (a load, a stop): not stopped. No error at all: only the chatter rule.
+    for error in ([0.3, 0.0], None):
+        holding = DivergenceGuard(np.full(2, np.inf), ["shoulder", "elbow"])
+        for k in range(300):
+            assert holding.check(guarded(4 * k, [0.0, 0.0], [2.0, 0.0], np.array([True, False]), error)) is None
+
+
+def test_a_live_loop_with_gains_far_too_high_is_stopped_and_sends_nothing_but_zero_after(tmp_path):
+    gains = '[controller]\ntype = "computed_torque"\nkp = 20000.0\nkd = 600.0\n'
+    limits = "effort_limit = 30.0\nvelocity_limit = 3.0"
+    path = reach(tmp_path, gravity=True, limits=limits, duration=2.0, controller=gains)
+    loop, _ = build_control_loop(path, soft_start=1.0, live_arm=True)
+    arm = load_arm(path)
+    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=False)
+    waiting, torque, sent, fast = [np.zeros(4)], np.zeros(4), [], None
+    for step in range(1500):  # 3 s of 2 ms steps; a state every 4 ms, its command acting two states later
+        if step % STATE_STEPS == 0:
+            if fast is None and np.abs(engine.dq).max() > 3.0:
+                fast = len(sent)
+            output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
+            waiting.append(np.zeros(4) if output.torque is None else output.torque)
+            sent.append(waiting[-1])
+            torque = waiting.pop(0) if len(waiting) > 2 else torque
+        engine.step(torque)
+    sent = np.array(sent)
+    assert loop.stopped is not None and "faster than its velocity_limit 3 rad/s" in loop.stopped.text
+    assert np.abs(sent).max() <= 30.0
+    stop = next(k for k in range(len(sent)) if k >= fast and not sent[k:].any())
+    assert stop - fast <= 1  # the state that was too fast, or the next, gets zero; nothing else after
+    never, _ = build_control_loop(path, soft_start=1.0)  # beside the simulator: no guard
+    assert never.stopped is None
+
+
 # -- stale states ------------------------------------------------------------------------------------------
 
 
+def look(watch: StateWatch, start: float, end: float) -> list:
+    """The watch's on-time looks every period from ``start`` to ``end`` (s); what they said."""
+    said = []
+    for now in np.arange(start, end + 1e-9, watch.period):
+        said += watch.check(float(now))
+    return said
+
+
 def test_a_gap_in_the_states_is_warned_once_and_their_return_said():
-    watch = StateWatch(0.25, "/arm/joint_states")
+    watch = StateWatch(0.25, "/arm/joint_states", 0.02)
     assert watch.check(10.0) == []  # nothing before the first state
     watch.heard(10.0)
-    assert watch.check(10.2) == []
-    warned = watch.check(10.3)
+    assert look(watch, 10.02, 10.24) == []
+    warned = look(watch, 10.26, 10.3)
     assert [item.level for item in warned] == [WARNING] and watch.stale and watch.gaps == 1
-    assert warned[0].text.startswith("no joint state on /arm/joint_states for 0.300 s (state_timeout 0.25 s)")
-    assert watch.check(11.0) == []  # one zero command per gap
+    assert warned[0].text.startswith("no joint state on /arm/joint_states for 0.260 s (state_timeout 0.25 s)")
+    assert look(watch, 10.32, 11.0) == []  # one zero command per gap
     back = watch.heard(11.3)
     assert back[0].text.startswith("joint states on /arm/joint_states are back after 1.300 s") and not watch.stale
-    never = StateWatch(0.0, "/arm/joint_states")
+    never = StateWatch(0.0, "/arm/joint_states", 0.02)
     never.heard(0.0)
-    assert never.check(100.0) == []
+    assert look(never, 0.02, 100.0) == []
     with pytest.raises(ValueError, match="state_timeout must be zero or a positive number"):
-        StateWatch(-1.0, "/arm/joint_states")
+        StateWatch(-1.0, "/arm/joint_states", 0.02)
 
 
-def test_a_controller_held_up_does_not_take_its_own_pause_for_stale_states():
-    watch = StateWatch(0.25, "/arm/joint_states")
+def test_the_quiet_time_counts_only_on_time_looks():
+    watch = StateWatch(0.25, "/arm/joint_states", 0.02)
     watch.heard(10.0)
     assert watch.check(10.02) == []
-    # The process stalled for 0.33 s: the check that comes first after it looks again next time, when the
-    # state waiting behind it has been taken; no zero command, no restart.
+    # The process stalled for 0.33 s (the watch's own look came that late): one period of it counts; the state
+    # waiting behind the look is taken next. No zero command, no restart.
     assert watch.check(10.35) == [] and not watch.stale
     assert watch.heard(10.351) == []
-    assert watch.check(10.37) == [] and watch.gaps == 0
-    # Checks that keep coming late defer once: a dead bus is still noticed.
-    assert watch.check(10.8) == []
-    assert [item.level for item in watch.check(11.3)] == [WARNING] and watch.stale
+    assert look(watch, 10.37, 10.45) == [] and watch.gaps == 0
+    # Looks that keep coming late count a period each: a dead bus is still found, after 13 of them.
+    watch.heard(10.46)
+    said = [watch.check(11.0 + 0.3 * k) for k in range(13)]
+    assert [bool(item) for item in said] == [False] * 12 + [True] and watch.stale
 
 
 def test_after_a_hold_the_controller_restarts_replanned_from_the_returning_state(tmp_path):
@@ -214,7 +390,10 @@ def test_after_a_hold_the_controller_restarts_replanned_from_the_returning_state
     for _ in range(250):  # 0.5 s at zero torque: the arm drifts on
         engine.step(np.zeros(4))
     resumed = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
-    assert resumed.t == 0.0 and loop.restarts == 1 and not np.any(resumed.torque)  # the soft start again
+    assert resumed.t == 0.0 and loop.restarts == 1
+    # The soft start again: the command holds the drifting arm's motion (no gravity here: its Coriolis terms).
+    holding = HoldingTorque(arm.skeleton, arm.dt).at(engine.q, engine.dq)
+    np.testing.assert_allclose(resumed.torque, holding, atol=1e-12)
     np.testing.assert_array_equal(resumed.channels["q_ref"], engine.q)  # the reference starts where the arm is
     engine.step(resumed.torque)
     for _ in range(800):
@@ -303,9 +482,11 @@ def test_the_graph_sets_what_each_way_of_running_needs(tmp_path):
 
     driver = controller({"hardware": "none"})
     assert driver["soft_start"] == HARDWARE_SOFT_START and "state_timeout" not in driver
+    assert driver["live_arm"] is True  # declared: the arm is a real one, nothing inferred
     lockstep = controller({"mode": "lockstep"})
     assert lockstep["state_timeout"] == 0.0 and lockstep["zero_on_stop"] is False
     assert "soft_start" not in controller({}) and "state_timeout" not in controller({})
     shadow = controller({"replay": str(write_bag(tmp_path / "run", arm_run(3, namespace="/arm1")))})
     assert shadow["plan_from"] == "state" and shadow["state_timeout"] == 0.0 and shadow["wait_for_reader"] is False
     assert shadow["zero_on_stop"] is False
+    assert not any("live_arm" in parameters for parameters in (lockstep, shadow, controller({})))

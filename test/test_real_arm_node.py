@@ -1,4 +1,5 @@
-"""The controller node's part in driving a real arm, in-process: the first reader, stale states, the last zero."""
+"""The controller node's part in driving a real arm, in-process: the start, stale states, the last zero, the
+start-up word on effort limits, the divergence's exit code, the answers' latency."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+import rclpy.logging
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
@@ -13,8 +15,9 @@ from stand_ins import StandIn
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.interface import COMMAND_TOPICS
-from skelarm_ros.nodes.controller import ControllerNode
-from skelarm_ros.sim.scenario import load_scenario
+from skelarm_ros.nodes.composed import ComposedSimulator
+from skelarm_ros.nodes.controller import WATCH_PERIOD, ControllerNode
+from skelarm_ros.sim.scenario import load_arm, resolve_scenario
 
 SCENARIO = "reach_four_dof_robot"
 NAMES = ["j1", "j2", "j3", "j4"]
@@ -37,10 +40,21 @@ def make_node(context):
         node.destroy_node()
 
 
-def feed(node: ControllerNode, stamp_ns: int, q=None) -> None:
-    """Hand the node a joint state at rest (the scenario's pose unless ``q``), as its subscription does."""
-    positions = load_scenario(SCENARIO).skeleton.q if q is None else q
-    msg = JointState(name=NAMES, position=list(positions), velocity=[0.0] * 4)
+@pytest.fixture
+def log_lines(monkeypatch) -> list[str]:
+    """What the nodes log from now on (every level), one line each."""
+    lines: list[str] = []
+    logger_type = type(rclpy.logging.get_logger("test"))
+    for level in ("info", "warning", "error"):
+        monkeypatch.setattr(logger_type, level, lambda _self, text, **_kwargs: lines.append(text))
+    return lines
+
+
+def feed(node: ControllerNode, stamp_ns: int, q=None, dq=None) -> None:
+    """Hand the node a joint state (the scenario's pose unless ``q``, at rest unless ``dq``), as its subscription
+    does."""
+    positions = load_arm(SCENARIO).skeleton.q if q is None else q
+    msg = JointState(name=NAMES, position=list(positions), velocity=[0.0] * 4 if dq is None else list(dq))
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
     node.state_input.take(serialize_message(msg))
 
@@ -49,38 +63,51 @@ def torques(capture: StandIn) -> list[list[float]]:
     return [list(message.data) for message in capture.messages]
 
 
-def test_no_state_is_controlled_before_the_command_topic_has_a_reader(make_node):
+def test_on_a_live_arm_control_waits_for_a_reader_and_the_time_line_starts_after_the_plan(make_node):
     capture = StandIn(readers=0)
-    node = make_node(capture)
+    node = make_node(capture, live_arm=True)
     feed(node, 1_000_000_000)
     feed(node, 1_004_000_000)
-    assert capture.messages == [] and node.loop.last_stamp is None  # the time line has not started
+    assert capture.messages == [] and node.loop.last_stamp is None  # no reader: nothing taken
     capture.readers = 1  # the driver's effort controller is up
-    feed(node, 1_200_000_000)
+    feed(node, 1_200_000_000)  # planned on, nothing sent
+    assert capture.messages == [] and node.loop.last_stamp == 1_200_000_000
+    feed(node, 1_260_000_000)  # however long the plan took, the time line starts here
     fresh, _ = build_control_loop(SCENARIO)
-    first = fresh.control(NAMES, load_scenario(SCENARIO).skeleton.q.tolist(), [0.0] * 4, 0).torque
+    first = fresh.control(NAMES, load_arm(SCENARIO).skeleton.q.tolist(), [0.0] * 4, 0).torque
     np.testing.assert_array_equal(torques(capture), [first.tolist()])  # the command of t=0
-    held = make_node(StandIn(readers=0), min_subscribers=1)  # beside a simulator: the held-back start instead
+    # Only the newest state waits to be taken: no old one starts the time line.
+    assert node.state_input.subscription.qos_profile.depth == 1
+    # Not declared live (a controller started by hand beside the simulator): nothing is inferred from the rest.
+    answered = StandIn(readers=1)
+    plain = make_node(answered)
+    feed(plain, 1)
+    assert plain.loop.last_stamp == 1 and len(answered.messages) == 1
+    assert plain.state_input.subscription.qos_profile.depth == 10
+    held = make_node(StandIn(readers=0), min_subscribers=1)  # beside a simulator: the held-back start
     feed(held, 1)
     assert held.loop.last_stamp == 1
-    # On a driver only the newest state waits to be controlled: no old one starts the time line.
-    assert node.state_input.subscription.qos_profile.depth == 1
-    assert held.state_input.subscription.qos_profile.depth == 10
+
+
+def look(node: ControllerNode, start: float, end: float) -> None:
+    """The node's watch timer, on time every period from ``start`` to ``end`` (monotonic s)."""
+    for now in np.arange(start, end + 1e-9, WATCH_PERIOD):
+        node.check_states(float(now))
 
 
 def test_stale_states_give_one_zero_command_and_the_next_state_restarts(make_node):
     capture = StandIn()
     node = make_node(capture, state_timeout=0.25)
     feed(node, 1_000_000_000, q=np.radians([0.0, 40.0, 40.0, 10.0]))
-    node.check_states(time.monotonic() + 0.1)
+    now = time.monotonic()
+    look(node, now + 0.02, now + 0.2)
     assert len(capture.messages) == 1  # not stale yet
-    node.check_states(time.monotonic() + 0.5)
-    node.check_states(time.monotonic() + 0.9)
+    look(node, now + 0.22, now + 0.9)
     assert len(capture.messages) == 2 and not any(torques(capture)[1])  # one zero command per gap
     feed(node, 2_000_000_000, q=np.radians([5.0, 45.0, 40.0, 10.0]))
     assert node.loop.restarts == 1 and len(capture.messages) == 3 and any(torques(capture)[2])
     node.set_parameters([Parameter("state_timeout", value=0.0)])
-    node.check_states(time.monotonic() + 100.0)
+    look(node, now + 1.0, now + 10.0)
     assert len(capture.messages) == 3  # never, with 0
 
 
@@ -96,3 +123,52 @@ def test_the_last_command_is_zero_when_the_node_closes(make_node):
     feed(kept, 1_000_000_000, q=np.radians([0.0, 40.0, 40.0, 10.0]))
     kept.close()
     assert any(torques(quiet)[-1])
+
+
+def test_a_live_arm_without_effort_limits_is_said_once_at_start_up(make_node, tmp_path, log_lines):
+    make_node(StandIn(), live_arm=True)
+    warned = [line for line in log_lines if "no effort limit bounds the commands" in line]
+    assert len(warned) == 1 and "of j1, j2, j3, j4:" in warned[0]
+    log_lines.clear()
+    limited = tmp_path / "limited.toml"
+    limited.write_text(resolve_scenario(SCENARIO).read_text().replace("limits = [", "effort_limit = 5.0\nlimits = ["))
+    bounded = make_node(StandIn(), live_arm=True, scenario=str(limited))
+    assert bounded.loop.effort_limits.tolist() == [5.0] * 4
+    make_node(StandIn())  # beside the simulator: no word of it
+    assert not any("no effort limit" in line for line in log_lines)
+
+
+def test_a_diverging_live_arm_gets_zero_torque_and_ends_the_node_with_exit_code_1(make_node, tmp_path, log_lines):
+    limited = tmp_path / "limited.toml"
+    text = resolve_scenario(SCENARIO).read_text()
+    limited.write_text(text.replace("limits = [", "effort_limit = 5.0\nvelocity_limit = 3.0\nlimits = ["))
+    capture = StandIn()
+    node = make_node(capture, live_arm=True, scenario=str(limited))
+    feed(node, 1_000_000_000)
+    feed(node, 1_004_000_000)
+    assert len(capture.messages) == 1 and not node.finished.done()
+    feed(node, 1_008_000_000, dq=[0.0, 3.5, 0.0, 0.0])
+    assert node.finished.done() and node.finished.result() == 1 and node.wrap_up() == 1
+    feed(node, 1_012_000_000)
+    assert torques(capture)[1:] == [[0.0] * 4] * 2  # nothing but zero after
+    said = [line for line in log_lines if "the arm is diverging" in line]
+    assert said == [
+        "the arm is diverging: j2 turned at 3.5 rad/s, faster than its velocity_limit 3 rad/s; sent zero torque, "
+        "and the controller sends nothing but zero until it ends (exit code 1)"
+    ]
+
+
+def test_the_answers_latency_is_measured_and_said_in_the_summary(make_node):
+    node = make_node(StandIn(), live_arm=True)
+    for k in range(20):
+        feed(node, 1_000_000_000 + k * 4_000_000)
+    assert node.latency.answers == 19 and node.latency.period == 0.004  # the first state was planned on
+    assert 0.0 < node.latency.worst < 10.0
+    assert "answers took" in node.stop_report() and "19 later than half the state period (4.00 ms)" in (
+        node.stop_report()
+    )
+
+
+def test_the_composed_graph_refuses_a_live_arm(context):
+    with pytest.raises(ValueError, match="live_arm:=true is for a real arm's driver"):
+        ComposedSimulator(context=context, parameter_overrides=[Parameter("live_arm", value=True)])

@@ -61,7 +61,7 @@ PACKAGE = "skelarm_ros"
 RVIZ_CONFIG = Path("config") / "skelarm.rviz"
 REPLAY_ACK_TIMEOUT = 10.0  # s the player of a shadow run waits for its readers' acknowledgements at the end
 REPLAY_DEPTH = 1000  # joint_states the shadow controller may fall behind by without dropping one
-HARDWARE_SOFT_START = 1.0  # seconds the controller's effort limits ramp in over on a real arm's driver
+HARDWARE_SOFT_START = 1.0  # seconds the controller's torque ramps in over the arm's hold on a real arm's driver
 RECORDER_NODE = "recorder"  # the recorder's executable and node name, which the others wait for by name
 LOCKSTEP_RECORDER_NICE = 10  # the recorder's nice value in lockstep (docs/bags.md)
 REPLAY_CLOCK_HZ = 1000  # /clock rate of a shadow run's player under use_sim_time
@@ -561,7 +561,8 @@ def _controller(graph: _Graph) -> NodeSpec:
         parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
         parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
         parameters[CONTROLLER.zero_on_stop] = False
-    else:  # a real arm's driver holds the last command: no kick at the start
+    else:  # a real arm's driver holds the last command: the arm held from the start, guarded to the end
+        parameters[CONTROLLER.live_arm] = True
         parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
     if recorded and (graph.simulate or graph.shadow):  # the recorder by name as well as counted
         parameters[CONTROLLER.recorder_node] = RECORDER_NODE

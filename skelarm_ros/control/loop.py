@@ -12,10 +12,14 @@ controller's channels. The model-based controllers get their fast twin
 (:func:`~skelarm_ros.control.twins.with_fast_model`) unless ``fast_model`` is off, with the
 scenario's gravity and the twin's armature and friction unless ``controller_model`` is
 ``skelarm``. For a real arm (docs/controller.md, "Driving a real arm") a tracking
-controller plans its reference from the first state it controls (``plan_from``), the effort
-limits can ramp in (``soft_start``), a push further past a joint limit is clamped to zero
-(:mod:`~skelarm_ros.control.safety`), and :meth:`ControlLoop.hold` restarts control from the
-next state after the joint states went stale.
+controller plans its reference from the first state it controls (``plan_from``), the first
+command holds the arm and the controller's torque ramps in over it (``soft_start``), every
+command keeps within the arm's effort limits, a push further past a joint limit is
+clamped to zero, a live arm that diverges is stopped (:mod:`~skelarm_ros.control.safety`),
+and :meth:`ControlLoop.hold` restarts control from the next state after the joint states
+went stale. On a live arm (``live_arm``) a time line starts at the state after the one its
+start was prepared on (planned, replanned), so no state that waited for the preparation
+starts it.
 
 This module does not import rclpy.
 """
@@ -33,7 +37,16 @@ import skelarm
 from skelarm.reaching import EndpointController
 
 from skelarm_ros.control.plugins import load_controller_plugins
-from skelarm_ros.control.safety import JointLimitGuard, far_start, ramp_at, soft_start_bound
+from skelarm_ros.control.safety import (
+    DivergenceGuard,
+    GuardedState,
+    HoldingTorque,
+    JointLimitGuard,
+    clamp_efforts,
+    far_start,
+    ramp_at,
+    soft_start,
+)
 from skelarm_ros.control.twins import has_fast_model, reads_joints_only, with_fast_model
 from skelarm_ros.interface import (
     BASE_FRAME,
@@ -61,7 +74,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from skelarm_ros.sim.scenario import JointDrive
+    from skelarm_ros.sim.scenario import JointDrive, JointLimits
 
 _TARGET_PLANE_TOLERANCE = 1e-9  # |z| accepted as "in the plane" for a target point (m)
 TARGET_TOLERANCE = 1e-6
@@ -140,8 +153,9 @@ class ControlOutput:
 
     Attributes
     ----------
-    torque : NDArray[np.float64]
-        Joint torques (N*m) in ``joint_names`` order, clamped to the effort limits.
+    torque : NDArray[np.float64] | None
+        Joint torques (N*m) in ``joint_names`` order, clamped to the effort limits; ``None``
+        for a state a live arm's time line was only prepared on (nothing to send).
     channels : dict[str, NDArray[np.float64]]
         The controller's channels (``controller.log_channels()``) as arrays.
     t : float
@@ -150,7 +164,7 @@ class ControlOutput:
         What this state gives to say (a far start, a joint past its limit), for the caller to log.
     """
 
-    torque: NDArray[np.float64]
+    torque: NDArray[np.float64] | None
     channels: dict[str, NDArray[np.float64]]
     t: float
     said: list[Say] = field(default_factory=list)
@@ -173,7 +187,7 @@ class ControlLoop:
         ``reset``: a state stamped earlier than the previous one resets the controller
         and restarts its time; ``reject``: such a state is rejected.
     effort_limits : Sequence[float], optional
-        Per-joint torque bounds (N*m); empty for none.
+        Per-joint torque bounds (N*m) in place of ``limits``' effort limits; empty for those.
     command_joints : Sequence[str], optional
         ``joint_names`` in the order the commands carry them; empty for ``joint_names``.
     plan_from : str, optional
@@ -181,9 +195,10 @@ class ControlLoop:
         run (and after :meth:`hold`), where the arm is; ``scenario``: from the scenario's
         initial pose, as offline. A first state equal to the initial pose changes nothing.
     soft_start : float, optional
-        Seconds (of state stamps) over which the effort limits ramp in from zero at the
-        start of control (and after :meth:`hold`); 0 for none
-        (:func:`~skelarm_ros.control.safety.soft_start_bound`).
+        Seconds (of state stamps) over which the controller's torque ramps in over the
+        torque that holds the arm (:class:`~skelarm_ros.control.safety.HoldingTorque`), from
+        the start of control (and after :meth:`hold`); 0 for none
+        (:func:`~skelarm_ros.control.safety.soft_start`). The effort limits do not ramp.
     controller_model : str, optional
         ``arm``: the model-based controllers' model has ``grav_vec`` and ``drive``;
         ``skelarm``: skelarm's own gravity-free model, as :func:`skelarm.run_scenario` runs.
@@ -191,6 +206,12 @@ class ControlLoop:
         The arm's planar gravity ``(gx, gy)`` (m/s^2); ``None`` for zero.
     drive : JointDrive | None, optional
         The joints' armature and friction; ``None`` for none.
+    limits : JointLimits | None, optional
+        The arm's effort and velocity limits (its description's); ``None`` for none.
+    live_arm : bool, optional
+        The arm is a real one behind a driver that holds the last command: a time line starts
+        at the state after the one it was prepared on, and a diverging arm is stopped
+        (:class:`~skelarm_ros.control.safety.DivergenceGuard`).
 
     Attributes
     ----------
@@ -200,6 +221,12 @@ class ControlLoop:
         States (and targets) rejected so far.
     restarts : int
         Times the controller's time line restarted (reset after time reversal or a new target).
+    effort_limits : NDArray[np.float64] | None
+        The per-joint torque bounds in use (N*m, ``inf`` for none), ``None`` for none at all.
+    velocity_limits : NDArray[np.float64]
+        The arm's per-joint speed limits (rad/s, ``inf`` for none).
+    live_arm : bool
+        Whether the arm is a live one (see the parameter).
     """
 
     def __init__(
@@ -217,6 +244,8 @@ class ControlLoop:
         controller_model: str = MODEL_ARM,
         grav_vec: ArrayLike | None = None,
         drive: JointDrive | None = None,
+        limits: JointLimits | None = None,
+        live_arm: bool = False,
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
         self.skeleton = scenario.skeleton.clone()
@@ -241,17 +270,22 @@ class ControlLoop:
         self.controller = self._fast(scenario.controller)
         self.time_reversal = "reset"
         self.set_time_reversal(time_reversal)
+        self._described_efforts = None if limits is None or not limits.has_effort else limits.effort.copy()
+        self.velocity_limits = np.full(self.num_joints, np.inf) if limits is None else limits.velocity.copy()
         self.effort_limits: NDArray[np.float64] | None = None
         self.set_effort_limits(effort_limits)
+        self.live_arm = bool(live_arm)
+        self._divergence = DivergenceGuard(self.velocity_limits, self.joint_names) if self.live_arm else None
+        self._holding = HoldingTorque(self.skeleton, self.dt, **self._model_terms)
         self.rejected = 0
         self.restarts = 0
         self._origin: int | None = None  # stamp (ns) of the first state of the time line
         self._last_stamp: int | None = None
         self._t = 0.0
         self._pending_target: NDArray[np.float64] | None = None
-        self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from
-        self._held = False  # control stopped (stale states): the next state starts afresh
-        self._retime = False  # the next state starts the time line again, the controller as it is
+        self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from; None: from the next start
+        self._held = False  # control stopped (stale states): the next start is replanned
+        self._prepared = False  # the time line's start is prepared: it starts at the next state
 
     def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
         """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
@@ -315,15 +349,28 @@ class ControlLoop:
             if self._model_terms.get(key) is not None
         ]
 
+    @property
+    def stopped(self) -> Say | None:
+        """The sentence of a live arm's divergence that stopped control (zero torque from then on); ``None``."""
+        return None if self._divergence is None else self._divergence.tripped
+
+    @property
+    def unlimited_joints(self) -> list[str]:
+        """The joints whose commands no effort limit bounds."""
+        if self.effort_limits is None:
+            return list(self.joint_names)
+        return [name for name, limit in zip(self.joint_names, self.effort_limits, strict=True) if np.isinf(limit)]
+
     def hold(self) -> None:
         """Stop control (the joint states went stale): the next state restarts it as a first state.
 
-        That state gets the controller reset there with its time from 0, a tracking
-        controller's reference replanned from it (whatever ``plan_from`` says: the arm
-        stood at zero torque meanwhile), and the soft start again.
+        That state gets the controller reset there with its time from 0 (on a live arm: the
+        state after it), a tracking controller's reference replanned from it (whatever
+        ``plan_from`` says: the arm stood at zero torque meanwhile), and the soft start again.
         """
         self._held = True
         self._origin = None
+        self._prepared = False
 
     # -- tunables ---------------------------------------------------------------------------------
 
@@ -338,7 +385,10 @@ class ControlLoop:
         self.time_reversal = check_choice("time_reversal", mode, TIME_REVERSAL_MODES)
 
     def set_effort_limits(self, limits: Sequence[float]) -> None:
-        """Set the per-joint torque bounds (N*m): empty for none, else one positive value per joint.
+        """Set the per-joint torque bounds (N*m): empty for the arm's own, else one positive value per joint.
+
+        Given values replace the effort limits of the arm's description (``inf`` for a joint
+        without a bound); empty keeps the description's (none where it has none).
 
         Raises
         ------
@@ -347,7 +397,7 @@ class ControlLoop:
             the words of :func:`~skelarm_ros.interface.check_effort_limits`.
         """
         values = check_effort_limits(limits, self.num_joints)
-        self.effort_limits = None if values is None else np.array(values)
+        self.effort_limits = self._described_efforts if values is None else np.array(values)
 
     def command_torque(self, torque: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return a torque given in ``joint_names`` order in :attr:`command_joints` order."""
@@ -425,18 +475,46 @@ class ControlLoop:
         self.task = task
         self.controller = self._fast(built)
 
-    def _start_here(self, q: NDArray[np.float64], replanned: bool) -> list[Say]:
-        """Start control at a run's first state (or after :meth:`hold`): plan from it if asked; say a far start."""
-        first, held = self._ramp_origin is None, self._held
-        if not (first or held):
-            return []
-        self._held = False
-        plans = not isinstance(self.controller, EndpointController) and self._controller_config is not None
-        # From the scenario's very pose the plan is the scenario's: nothing to replan (offline equality).
-        moved = held or (self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
-        if plans and not replanned and moved:
-            self._replan(self.task)
-        return far_start(q, self.initial_q, self.joint_names, self.plan_from) if first else []
+    def _prepare(self, q: NDArray[np.float64], stamp_ns: int, last: int | None) -> list[Say]:
+        """Prepare a time line's start at this state: a new target, the plan from where the arm is, the ramp.
+
+        At a run's first state and after :meth:`hold` a tracking controller's reference is
+        planned from the state (a first state far from the scenario's pose is said); a new
+        target replans the controller for it; the soft start ramps again from the time
+        line's start after a first state, a hold or a time reversal.
+        """
+        if last is not None:
+            self.restarts += 1
+        replanned = self._pending_target is not None
+        if self._pending_target is not None:
+            target, self._pending_target = self._pending_target, None
+            self._apply_target(target)
+        first, held = last is None, self._held
+        if first or held or (last is not None and stamp_ns < last):
+            self._ramp_origin = None
+        said: list[Say] = []
+        if first or held:
+            self._held = False
+            plans = not isinstance(self.controller, EndpointController) and self._controller_config is not None
+            # From the scenario's very pose the plan is the scenario's: nothing to replan (offline equality).
+            moved = held or (self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
+            if plans and not replanned and moved:
+                self._replan(self.task)
+            if first:
+                said = far_start(q, self.initial_q, self.joint_names, self.plan_from)
+        self._prepared = True
+        return said
+
+    def _start(self, stamp_ns: int) -> float:
+        """Start the time line at this state (the controller reset here); return its time, 0."""
+        if self._ramp_origin is None:
+            self._ramp_origin = stamp_ns
+        self.controller.reset(self.skeleton)
+        self._origin = stamp_ns
+        self._prepared = False
+        if self._divergence is not None:
+            self._divergence.restart()
+        return 0.0
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -461,7 +539,9 @@ class ControlLoop:
         Returns
         -------
         ControlOutput
-            The torque in ``joint_names`` order and the controller's channels.
+            The torque in ``joint_names`` order and the controller's channels. On a live arm
+            the state a time line's start is prepared on gets no torque (``None``): the time
+            line starts at the next state, which the preparation did not keep waiting.
 
         Raises
         ------
@@ -496,16 +576,24 @@ class ControlLoop:
                 )
                 raise Rejected(msg)
             self._origin = None
-        if self._origin is None or self._pending_target is not None or not reads_joints_only(self.controller):
+            self._prepared = False
+        if self.stopped is not None:  # a live arm diverged: nothing but zero torque from then on
+            self._last_stamp = stamp_ns
+            return ControlOutput(np.zeros(self.num_joints), {}, self._t)
+        if self._pending_target is not None:
+            self._origin = None
+            self._prepared = False
+        if self._origin is None or not reads_joints_only(self.controller):
             sync_skeleton(self.skeleton, q, dq)
         else:
             set_joints(self.skeleton, q, dq)  # a joint-space controller between resets: no kinematics needed
-        replanned = self._pending_target is not None
-        if self._pending_target is not None:
-            target, self._pending_target = self._pending_target, None
-            self._apply_target(target)
-            self._origin = None
-        t, said = self._clock(q, stamp_ns, last, replanned)
+        said: list[Say] = []
+        if self._origin is None and not self._prepared:
+            said = self._prepare(q, stamp_ns, last)
+            if self.live_arm:  # planning took its time: the time line starts at the next state
+                self._last_stamp = stamp_ns
+                return ControlOutput(None, {}, 0.0, said)
+        t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
         self.controller.update(t, self.skeleton, self.dt)
@@ -516,43 +604,53 @@ class ControlLoop:
                 "finite values; no command was sent"
             )
             raise Rejected(msg)
-        assert self._ramp_origin is not None  # set at the first state
+        channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
+        torque = self._bounded(torque, q, dq, stamp_ns, channels, said)
+        return ControlOutput(torque, channels, t, said)
+
+    def _bounded(  # noqa: PLR0917 - one state's values, handed on
+        self,
+        torque: NDArray[np.float64],
+        q: NDArray[np.float64],
+        dq: NDArray[np.float64],
+        stamp_ns: int,
+        channels: Mapping[str, NDArray[np.float64]],
+        said: list[Say],
+    ) -> NDArray[np.float64]:
+        """Return the command: the soft start over the holding torque, the effort limits, the joint limits, the guard.
+
+        Appends what the limits and the guard say to ``said``.
+        """
+        assert self._ramp_origin is not None  # set when the time line started
         ramp = ramp_at((stamp_ns - self._ramp_origin) / NANOSECONDS, self.soft_start)
-        torque = soft_start_bound(torque, self.effort_limits, ramp)
+        if ramp < 1.0:
+            torque = soft_start(torque, self._holding.at(q, dq), ramp)
+        torque, saturated = clamp_efforts(torque, self.effort_limits)
         if self._guard is not None:
             torque, limited = self._guard.apply(q, torque)
             said += limited
-        channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
-        return ControlOutput(torque, channels, t, said)
+        if self._divergence is not None:
+            state = GuardedState(stamp_ns, dq, torque, saturated, *self._off_course(channels))
+            tripped = self._divergence.check(state)
+            if tripped is not None:
+                said.append(tripped)
+                return np.zeros(self.num_joints)
+        return torque
 
-    def _clock(
-        self, q: NDArray[np.float64], stamp_ns: int, last: int | None, replanned: bool
-    ) -> tuple[float, list[Say]]:
-        """Return the controller's time for a state (starting the time line where it starts) and what to say."""
-        said: list[Say] = []
-        if self._origin is None:
-            if last is not None:
-                self.restarts += 1
-            if self._held or self._ramp_origin is None or (last is not None and stamp_ns < last):
-                said += self._start_here(q, replanned)
-                self._ramp_origin = stamp_ns
-            self.controller.reset(self.skeleton)
-            self._origin = stamp_ns
-            return 0.0, said
-        if self._retime:
-            self._retime = False
-            self._origin = stamp_ns
-            return 0.0, said
-        return self._time(stamp_ns - self._origin), said
+    def _off_course(self, channels: Mapping[str, NDArray[np.float64]]) -> tuple[NDArray[np.float64] | None, str]:
+        """Return the size of the controller's error per joint and its unit, for the divergence guard.
 
-    def restart_time(self) -> None:
-        """Start the time line again at the next state, with the controller as it is (nothing replanned).
-
-        For a live arm after a slow first state (planning the reference from it): the
-        states that came meanwhile are newer by the planning's time, which the arm, held at
-        rest, did not move through; without this the reference would start that far ahead.
+        The ``error`` channel of a tracking controller (rad); else the distance of the
+        ``endpoint`` channel (a reaching controller's tip) to the target followed, on every
+        joint (m); else ``None``.
         """
-        self._retime = True
+        error = channels.get("error")
+        if error is not None and error.size == self.num_joints:
+            return np.abs(error.reshape(-1)), "rad"
+        endpoint, target = channels.get("endpoint"), self.followed_target()
+        if endpoint is not None and endpoint.size == 2 and target is not None:
+            return np.full(self.num_joints, float(np.linalg.norm(endpoint.reshape(-1) - target))), "m"
+        return None, "rad"
 
     def _time(self, elapsed_ns: int) -> float:
         """Return the controller's time for a state ``elapsed_ns`` after the first of its time line.
@@ -579,6 +677,7 @@ def build_control_loop(
     plan_from: str = PLAN_FROM_STATE,
     soft_start: float = 0.0,
     controller_model: str = MODEL_ARM,
+    live_arm: bool = False,
 ) -> tuple[ControlLoop, list[str]]:
     """Load the controller plugins and a scenario, and build its :class:`ControlLoop`.
 
@@ -587,8 +686,11 @@ def build_control_loop(
     scenario : str | Path | None
         A scenario path or bundled name; ``None`` / ``""`` for the default.
     joint_names, fast_model, time_reversal, effort_limits, command_joints, plan_from, soft_start, controller_model
-        As for :class:`ControlLoop`; the arm's gravity and drive come from the scenario
-        (``[simulator].grav_vec``, the links' ``armature``, ``viscous``, ``coulomb``).
+        As for :class:`ControlLoop`; the arm's gravity, drive and limits come from the scenario
+        (``[simulator].grav_vec``, the links' ``armature``, ``viscous``, ``coulomb``,
+        ``effort_limit``, ``velocity_limit``).
+    live_arm : bool, optional
+        As for :class:`ControlLoop`.
     dt : float, optional
         The control step; ``0`` for the scenario's ``[simulator].dt``. Another step
         rebuilds the controller with it (MPC predicts with the control step).
@@ -632,5 +734,7 @@ def build_control_loop(
         controller_model=controller_model,
         grav_vec=arm.grav_vec,
         drive=arm.drive,
+        limits=arm.limits,
+        live_arm=live_arm,
     )
     return loop, problems

@@ -6,7 +6,8 @@
 A thin shell around :class:`skelarm_ros.control.loop.ControlLoop`: parameters, topics and
 logging. See docs/controller.md for the parameters, topics and channel messages. Its last
 command is zero torque, whatever stops it short of SIGKILL, and so is its command when the
-joint states go stale or the controller fails (docs/controller.md, "Driving a real arm").
+joint states go stale or the controller fails; on a live arm (``live_arm``) a diverging arm
+gets zero torque and the node ends with exit code 1 (docs/controller.md, "Driving a real arm").
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.bags.cdr import JointStateWriter
+from skelarm_ros.control.latency import LoopLatency
 from skelarm_ros.control.loop import ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.control.safety import StateWatch
@@ -52,8 +54,7 @@ DOC = "docs/controller.md"
 WARN_PERIOD = 1.0  # seconds between repeats of a per-message warning
 WAIT_REPORT = 5.0  # seconds between two reports of what the controller waits for
 ZERO_ACK_TIMEOUT = 1.0  # seconds the last (zero) command waits for every reliable reader to take it
-SLOW_START = 0.01  # seconds a state's control may take before a driver's time line starts at the next state
-WATCH_PERIOD = 0.02  # seconds between two looks at the joint states' age (at most; a quarter of state_timeout)
+WATCH_PERIOD = 0.02  # seconds between two looks at the joint states' quiet time
 
 
 class ControllerNode(KitNode):
@@ -102,6 +103,7 @@ class ControllerNode(KitNode):
             plan_from=params.plan_from,
             soft_start=params.soft_start,
             controller_model=params.controller_model,
+            live_arm=params.live_arm,
         )
         for problem in problems:
             self.get_logger().warning(problem)
@@ -111,12 +113,9 @@ class ControllerNode(KitNode):
         self.failures = 0
         self._stamped = params.command_interface == JOINT_COMMANDS
         # Best effort reads reliable and best-effort drivers alike; lockstep reads (and answers) every state.
-        # On a driver (no readers to wait for, control waits for a command reader) only the newest joint state is
-        # kept: a state that waited in a queue while the node started, or fell behind, never anchors the time line
-        # (its age would be the reference's head start over the arm, the kick at the start).
-        on_driver = params.wait_for_reader and params.min_subscribers == 0
-        state_depth = 1 if on_driver else params.qos_depth
-        state_qos = newest(state_depth, reliable=params.reliable_states)
+        # On a live arm only the newest joint state is kept: a state that waited in a queue while the node started,
+        # or fell behind, never anchors the time line (its age would be the reference's head start over the arm).
+        state_qos = newest(1 if params.live_arm else params.qos_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
         topic = COMMAND_TOPICS[params.command_interface]
@@ -144,8 +143,7 @@ class ControllerNode(KitNode):
         )
         # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
         # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
-        self._awaits_reader = on_driver
-        self._on_driver = on_driver
+        self._awaits_reader = params.live_arm or (params.wait_for_reader and wanted == 0)
         joints = self.loop.num_joints
         LiveParameters(
             self,
@@ -159,7 +157,9 @@ class ControllerNode(KitNode):
         self.state_input = JointStateInput(
             self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
         )
-        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name)
+        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name, WATCH_PERIOD)
+        self.latency = LoopLatency(warn=params.live_arm)
+        self._sent = 0.0  # when the last command went out (monotonic s)
         self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(WATCH_PERIOD, self.check_states, clock=steady)
@@ -173,6 +173,12 @@ class ControllerNode(KitNode):
             f"commands on {topic} in the order {self.loop.command_joints}; plans from the {params.plan_from}"
             + (f"; its model has the scenario's {model}" if model else "")
         )
+        unlimited = self.loop.unlimited_joints
+        if params.live_arm and unlimited:
+            self.get_logger().warning(
+                f"no effort limit bounds the commands of {', '.join(unlimited)}: give the scenario's links "
+                "effort_limit (N*m), or effort_limits:=[...], so a diverging loop cannot command any torque"
+            )
 
     def _apply_parameters(self, params: ControllerParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -215,23 +221,14 @@ class ControllerNode(KitNode):
         nanosec: int,
     ) -> None:
         """Control one joint state's fields; publish the command (stamped with the state's stamp) and channels."""
-        say(self, self.watch.heard(time.monotonic()))
+        arrived = time.monotonic()
+        say(self, self.watch.heard(arrived))
+        stamp = self.get_clock().now().nanoseconds if self._arrival_stamps else None
+        self.latency.state(stamp_to_nanoseconds(sec, nanosec) if stamp is None else stamp)
         if self._awaits_reader and not self._reader_matched():
             return
-        arrived = self.get_clock().now().nanoseconds if self._arrival_stamps else None
-        if not self._on_driver:  # beside the simulator or a player: no clock reads in the callback
-            self.answer(names, positions, velocities, sec, nanosec, arrived=arrived)
-            return
-        started = time.monotonic()
-        output = self.answer(names, positions, velocities, sec, nanosec, arrived=arrived)
-        took = time.monotonic() - started
-        if output is not None and output.t == 0.0 and took > SLOW_START:
-            # A live arm did not move through the time this state took (planning from it): the next state
-            # starts the time line, or the reference would start that far ahead of the arm.
-            self.loop.restart_time()
-            self.get_logger().info(
-                f"the first state took {took:.3f} s to control (planning from it); the time line starts at the next"
-            )
+        if self.answer(names, positions, velocities, sec, nanosec, arrived=stamp) is not None:
+            say(self, self.latency.answered(arrived, self._sent))
 
     def answer(
         self,
@@ -248,9 +245,10 @@ class ControllerNode(KitNode):
         ``arrived`` (ns of the node's clock) times the state instead of its stamp
         (``state_stamps:=arrival``); its command still carries the stamp.
 
-        ``None`` when the state was rejected or the controller failed (both logged). The
-        composed graph's simulator calls it with each state it publishes (its states are
-        never stale and its commands have their reader in the process: neither is watched).
+        ``None`` when the state was rejected or the controller failed (both logged), or when a
+        live arm's time line was only prepared on it (nothing is sent). The composed graph's
+        simulator calls it with each state it publishes (its states are never stale and its
+        commands have their reader in the process: neither is watched).
         """
         restarts = self.loop.restarts
         try:
@@ -274,11 +272,16 @@ class ControllerNode(KitNode):
         say(self, output.said)
         if self.loop.restarts > restarts:
             self.get_logger().info(
-                f"time line restarted at the state stamped {sec}.{nanosec:09d} s (a new target, time went back, "
+                f"time line restarted from the state stamped {sec}.{nanosec:09d} s (a new target, time went back, "
                 f"or states came back after a gap); controller reset ({self.loop.restarts} restarts so far)"
             )
+        if output.torque is None:
+            return None
         out = self.out
         out.publish(self.command_pub, self._command(output, sec, nanosec))
+        self._sent = time.monotonic()
+        if self.loop.stopped is not None:
+            self.finish(1)
         if self.params.publish_channels:
             for publisher, message in self._channel_messages(output, sec, nanosec, out.holding):
                 out.publish(publisher, message)
@@ -296,12 +299,17 @@ class ControllerNode(KitNode):
             )
             return False
         self._awaits_reader = False
-        self.get_logger().info(f"{topic} has a reader; control starts with this state")
+        self.get_logger().info(f"{topic} has a reader; control starts")
         return True
 
     def stop_report(self) -> str:
-        """Return what a stop by a signal says: the run's commands and where the tip was left."""
-        return f"stopped by a signal; {self.progress.summary()}"
+        """Return what a stop by a signal says: the run's commands, where the tip was left, the answers' latency."""
+        return f"stopped by a signal; {self.progress.summary()}; {self.latency.text()}"
+
+    def wrap_up(self) -> int:
+        """After the run ended by itself (a live arm diverged): say the summary; return the exit code."""
+        self.get_logger().info(f"stopped; {self.progress.summary()}; {self.latency.text()}")
+        return super().wrap_up()
 
     def send_zero(self) -> None:
         """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state)."""
@@ -355,6 +363,7 @@ class ControllerNode(KitNode):
             )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
+        assert output.torque is not None  # a state with a command
         torque = self.loop.command_torque(output.torque).tolist()
         if self._stamped:
             return self._command_writer.pack(sec, nanosec, (), (), torque)

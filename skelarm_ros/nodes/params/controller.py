@@ -86,14 +86,25 @@ class ControllerParams:
             "[Driving a real arm](#driving-a-real-arm).",
         ),
     ] = PLAN_FROM_STATE
+    live_arm: Annotated[
+        bool,
+        param(
+            "the arm is a real one behind a driver that holds the last command: only the newest joint state is "
+            "kept, control waits for a command reader, a time line starts at the state after the one it was "
+            "planned on, and a diverging arm is stopped with zero torque and exit code 1",
+            details="The launch sets it with `hardware:=none`. Leave it false beside the simulator or a replay. "
+            "See [Driving a real arm](#driving-a-real-arm).",
+        ),
+    ] = False
     soft_start: Annotated[
         float,
         number(
-            "the effort limits ramp in from zero over this time at the start of control; 0: none",
+            "the controller's torque ramps in over the torque that holds the arm over this time at the start of "
+            "control; 0: none",
             zero=True,
             live=True,
-            details="A joint without a limit has its torque scaled by the same ramp. The launch sets 1 s with "
-            "`hardware:=none`.",
+            details="The first command holds the arm where it is; the effort limits do not ramp. The launch sets "
+            "1 s with `hardware:=none`. See [Driving a real arm](#driving-a-real-arm).",
         ),
     ] = 0.0
     state_timeout: Annotated[
@@ -120,8 +131,9 @@ class ControllerParams:
             "control no state until the command topic has a reader (a driver's effort controller), so the time line "
             "starts when commands can arrive",
             details="States before that are not controlled (nothing is sent, the reference does not run ahead of "
-            "an arm that gets no commands). With `min_subscribers` above 0 its held-back start applies instead. "
-            "The launch sets it false in a shadow replay, whose commands need no reader.",
+            "an arm that gets no commands). With `min_subscribers` above 0 its held-back start applies instead; "
+            "with `live_arm` control always waits for a reader. The launch sets it false in a shadow replay, "
+            "whose commands need no reader.",
         ),
     ] = True
     qos_depth: Annotated[
@@ -129,8 +141,8 @@ class ControllerParams:
         count(
             "history depth of joint_states and effort_controller/commands",
             low=1,
-            details="On a driver (`wait_for_reader` with `min_subscribers` 0) joint_states keeps only the newest "
-            "state (see [Driving a real arm](#driving-a-real-arm)).",
+            details="With `live_arm` joint_states keeps only the newest state (see "
+            "[Driving a real arm](#driving-a-real-arm)).",
         ),
     ] = 10
     reliable_states: Annotated[
@@ -144,9 +156,9 @@ class ControllerParams:
     effort_limits: Annotated[
         tuple[float, ...],
         param(
-            "per-joint torque bounds (N*m); empty: none",
+            "per-joint torque bounds (N*m) in place of the links' effort_limit; empty: the links' (none without)",
             live=True,
-            details="One per joint, each positive, `inf` for none; the command is clamped.",
+            details="One per joint, each positive, `inf` for none; every command is clamped to them.",
         ),
     ] = ()
     time_reversal: Annotated[

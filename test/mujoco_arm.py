@@ -1,0 +1,101 @@
+"""A planar arm simulated by MuJoCo: an engine independent of the project's, for checks on arms it did not make.
+
+:func:`mujoco_xml` writes a skelarm arm as a MuJoCo model (hinges about z in the x-y
+plane, per joint a hinge ``armature``, ``damping`` and ``frictionloss``, one motor per
+joint); :class:`MujocoArm` steps it with RK4 at :data:`SIM_STEP` under a held torque. The
+geared arm of the identification tests (``geared_arm.py``) and the stand-in driver
+(``standin_driver.py``) both use it.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import skelarm
+
+from skelarm_ros.sim.scenario import JointDrive
+
+SIM_STEP = 0.0005  # s: MuJoCo's step
+
+
+def mujoco_xml(
+    arm: skelarm.Skeleton, drive: JointDrive, gravity=(0.0, 0.0), *, step: float = SIM_STEP, stops: bool = False
+) -> str:
+    """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors.
+
+    With ``stops`` each hinge stops at the link's joint limits (a real arm's mechanical stops).
+    """
+
+    def n(value) -> str:
+        return repr(float(value))
+
+    def limits(prop) -> str:
+        return f'limited="true" range="{n(prop.qmin)} {n(prop.qmax)}" ' if stops else ""
+
+    bodies = []
+    offset = arm.base_length
+    for k, link in enumerate(arm.links[1:]):
+        p = link.prop
+        inertia = max(p.i, 1e-9)
+        bodies.append(
+            f'<body name="l{k + 1}" pos="{n(offset)} 0 0">'
+            f'<joint name="j{k + 1}" type="hinge" axis="0 0 1" armature="{n(drive.armature[k])}" {limits(p)}'
+            f'damping="{n(drive.viscous[k])}" frictionloss="{n(drive.coulomb[k])}" solreffriction="0.002 1"/>'
+            f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
+            f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
+        )
+        offset = p.length
+    motors = "".join(f'<motor joint="j{k + 1}" gear="1"/>' for k in range(arm.num_joints))
+    return (
+        '<mujoco model="planar_arm"><compiler angle="radian"/>'
+        f'<option timestep="{n(step)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
+        "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody>"
+        f"<actuator>{motors}</actuator></mujoco>"
+    )
+
+
+class MujocoArm:
+    """A skelarm arm in MuJoCo, at rest at the skeleton's pose; :meth:`advance` integrates it under a torque.
+
+    Parameters
+    ----------
+    arm : skelarm.Skeleton
+        The arm (geometry, inertias, initial pose).
+    drive : JointDrive | None
+        Armature and friction per joint; ``None`` for none.
+    gravity : tuple[float, float]
+        Planar gravity (m/s^2).
+    stops : bool
+        Whether the joints stop at the links' limits.
+    """
+
+    def __init__(
+        self, arm: skelarm.Skeleton, drive: JointDrive | None = None, gravity=(0.0, 0.0), *, stops: bool = False
+    ) -> None:
+        self.num_joints = arm.num_joints
+        drive = drive if drive is not None else JointDrive.ideal(arm.num_joints)
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity, stops=stops))
+        self.data = mujoco.MjData(self.model)
+        self.t = 0.0
+        self.reset(arm.q)
+
+    def reset(self, q, dq=None) -> None:
+        """Put the arm at ``q`` (rad), at rest unless ``dq`` is given; the time is kept."""
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[:] = q
+        self.data.qvel[:] = 0.0 if dq is None else dq
+        mujoco.mj_forward(self.model, self.data)
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.data.qpos.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        return self.data.qvel.copy()
+
+    def step(self, tau, steps: int = 1) -> None:
+        """``steps`` MuJoCo steps of :data:`SIM_STEP` under the joint torque ``tau`` (N*m)."""
+        self.data.ctrl[:] = tau
+        mujoco.mj_step(self.model, self.data, steps)
+        self.t += steps * SIM_STEP
