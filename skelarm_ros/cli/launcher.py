@@ -278,11 +278,6 @@ class Runner:
         """
         self._stopping = True
 
-    @property
-    def stopping(self) -> bool:
-        """Whether a stop was requested (:meth:`request_stop`)."""
-        return self._stopping
-
     def _forward(self, label: str, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
             self.say(label, raw.decode(errors="replace").rstrip("\n"))
