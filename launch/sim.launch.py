@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 
 class Interrupts:
-    """The Ctrl-Cs the launch process got: its SIGINT handler, which notes them and raises nothing.
+    """Whether the launch process got a Ctrl-C: its SIGINT handler, which notes it and raises nothing.
 
     (A plain class: launch runs this file as a module it does not register, which dataclasses need.)
     """
@@ -34,11 +34,11 @@ class Interrupts:
     """Marks the handler, so that a later load of this file in the same process finds it (:func:`take_interrupts`)."""
 
     def __init__(self) -> None:
-        self.count = 0
-        """How many Ctrl-Cs came."""
+        self.heard = False
+        """A Ctrl-C came: the launch stops (launch may not have heard it yet)."""
 
     def __call__(self, _signum: int, _frame: object) -> None:
-        self.count += 1
+        self.heard = True
 
 
 def take_interrupts() -> Interrupts | None:
@@ -52,8 +52,9 @@ def take_interrupts() -> Interrupts | None:
     or exits 0 and leaves it running. launch catches and ignores the KeyboardInterrupt wherever it reaches launch's
     own loop, so replacing the handler changes nothing else: the wake-up descriptor is written either way.
 
-    Only Python's default handler is replaced, and only in the main thread; a second load of this file in the same
-    process (two arms) finds the handler this one put in place and shares it.
+    Only Python's default handler is replaced, and only in the main thread; a later load of this file in the same
+    process (launch loads an included file more than once; two arms) finds the handler this one put in place and
+    shares it, so a Ctrl-C between two loads is heard by the later one.
 
     Returns
     -------
@@ -73,8 +74,6 @@ def take_interrupts() -> Interrupts | None:
 
 
 INTERRUPTS = take_interrupts()
-CTRL_CS_BEFORE = INTERRUPTS.count if INTERRUPTS is not None else 0
-"""How many Ctrl-Cs the process had got when this file began to load."""
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchContext, LaunchDescription
@@ -90,8 +89,8 @@ from skelarm_ros.cli.transport import graph_environment
 
 
 def interrupted() -> bool:
-    """Whether a Ctrl-C came since this file began to load (launch may not have heard it yet)."""
-    return INTERRUPTS is not None and INTERRUPTS.count > CTRL_CS_BEFORE
+    """Whether the launch process got a Ctrl-C since a load of this file took its SIGINT (launch may not know yet)."""
+    return INTERRUPTS is not None and INTERRUPTS.heard
 
 
 class Stops:
