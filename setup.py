@@ -10,7 +10,7 @@ package_name = "skelarm_ros"
 
 # Executables, as `ros2 run skelarm_ros <name>` and `skelarm-ros run <name>` start them: each enters through
 # skelarm_ros.startup (which imports nothing heavy, so a signal during start-up ends it quietly).
-from skelarm_ros.startup import EXECUTABLES, installed_script  # noqa: E402 - the one list of executables
+from skelarm_ros.startup import ENV, EXECUTABLES, env_blocks_signals, installed_script  # noqa: E402 - the one list
 
 # `skelarm-ros` runs the nodes and the graph on a machine without ROS 2; pip puts it in the
 # environment's bin/. A ROS 2 build (colcon: `setup.py install`, or `develop` with
@@ -18,6 +18,8 @@ from skelarm_ros.startup import EXECUTABLES, installed_script  # noqa: E402 - th
 # `ros2 pkg executables` find them; there it would only list a second launcher beside
 # `ros2 launch` and `ros2 run`, so those two commands leave it out.
 WITHOUT_ROS_ONLY = frozenset({"skelarm-ros"})
+BLOCKING_ENV = ENV if env_blocks_signals() else None
+"""The ``env`` the installed executables start Python through, with SIGINT and SIGTERM blocked, where it can."""
 
 
 def ros_script(script_name: str, contents: str) -> str:
@@ -25,11 +27,13 @@ def ros_script(script_name: str, contents: str) -> str:
 
     setuptools' console script imports importlib.metadata and looks the entry point up before the
     program starts, in which time a Ctrl-C ends it with a traceback; an executable of the package
-    gets a script that enters skelarm_ros.startup first instead, with setuptools' interpreter line.
+    gets a script that enters skelarm_ros.startup first instead, with setuptools' interpreter line, run
+    through this machine's ``env`` with SIGINT and SIGTERM blocked where that ``env`` can
+    (skelarm_ros.startup.interpreter_line).
     """
     if script_name not in EXECUTABLES:
         return contents
-    return installed_script(script_name, contents.splitlines()[0])
+    return installed_script(script_name, contents.splitlines()[0], env=BLOCKING_ENV)
 
 
 class InstallScripts(install_scripts):

@@ -13,71 +13,92 @@ stops the graph and makes ``ros2 launch`` exit 1, naming the node; a stop the us
 for (Ctrl-C) ends with exit code 0 whenever it comes.
 """
 
+# The SIGINT handler goes in place before the modules are imported (take_interrupts), so imports follow code:
+# ruff: noqa: E402
+
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 
-class Stops:
-    """What this launch was asked to stop by, as far as the graph's start depends on it.
+class Interrupts:
+    """Whether the launch process got a Ctrl-C: its SIGINT handler, which notes it and raises nothing.
 
     (A plain class: launch runs this file as a module it does not register, which dataclasses need.)
     """
 
+    notes_ctrl_c = True
+    """Marks the handler, so that a later load of this file in the same process finds it (:func:`take_interrupts`)."""
+
     def __init__(self) -> None:
-        self.interrupted = False
-        """A Ctrl-C came while Python's KeyboardInterrupt was held off (:func:`interrupts_held`)."""
-        self.by_interrupt = False
-        """launch stops for a Ctrl-C (its ``Shutdown`` event says ``due_to_sigint``)."""
+        self.heard = False
+        """A Ctrl-C came: the launch stops (launch may not have heard it yet)."""
+
+    def __call__(self, _signum: int, _frame: object) -> None:
+        self.heard = True
 
 
-LOADING = Stops()
-"""Ctrl-Cs that came while this file loaded."""
+def take_interrupts() -> Interrupts | None:
+    """Make a Ctrl-C in this launch process a note instead of Python's KeyboardInterrupt, for the rest of its life.
 
+    launch hears a Ctrl-C through Python's signal wake-up descriptor and stops the graph in order, whatever Python's
+    own SIGINT handler does. Python's default one also raises KeyboardInterrupt in whatever the launch process runs
+    at that moment: inside an import while this file loads (it imports launch_ros, rclpy and the package, most of a
+    second), and inside the asyncio task in which launch spawns a node, which then dies half-way (``Task exception
+    was never retrieved``): the node starts but launch never watches it, so ``ros2 launch`` waits for it for ever,
+    or exits 0 and leaves it running. launch catches and ignores the KeyboardInterrupt wherever it reaches launch's
+    own loop, so replacing the handler changes nothing else: the wake-up descriptor is written either way.
 
-@contextlib.contextmanager
-def interrupts_held(noted: Stops) -> Iterator[None]:
-    """Keep Python's KeyboardInterrupt out of the block, in the process that loads this file; note a Ctrl-C.
+    Only Python's default handler is replaced, and only in the main thread; a later load of this file in the same
+    process (launch loads an included file more than once; two arms) finds the handler this one put in place and
+    shares it, so a Ctrl-C between two loads is heard by the later one.
 
-    launch learns of a Ctrl-C through Python's signal wake-up descriptor and stops the graph in order, but
-    Python's own SIGINT handler still raises KeyboardInterrupt in whatever the launch process runs at that
-    moment; inside an import (this file loads launch_ros, rclpy and the package's modules, most of a second)
-    that leaves half-imported libraries behind, and ``ros2 launch`` was seen to crash. While the block runs,
-    that handler is replaced by one that notes the signal in ``noted``: launch still hears it (the descriptor
-    is written either way) and stops. Only Python's default handler, and only in the main thread, is replaced.
+    Returns
+    -------
+    Interrupts | None
+        The handler in place, or ``None`` where another handler is left alone.
     """
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-
-    def note(_signum: int, _frame: object) -> None:
-        noted.interrupted = True
-
-    signal.signal(signal.SIGINT, note)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    handler = signal.getsignal(signal.SIGINT)
+    if getattr(handler, "notes_ctrl_c", False):
+        return handler  # type: ignore[return-value]
+    if handler is not signal.default_int_handler:
+        return None
+    interrupts = Interrupts()
+    signal.signal(signal.SIGINT, interrupts)
+    return interrupts
 
 
-with interrupts_held(LOADING):
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-    from launch import LaunchContext, LaunchDescription
-    from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
-    from launch.event_handlers import OnProcessExit, OnProcessStart, OnShutdown
-    from launch.events import Shutdown, matches_action
-    from launch.events.process import ProcessExited, ProcessStarted, SignalProcess
-    from launch_ros.actions import Node
+INTERRUPTS = take_interrupts()
 
-    from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
-    from skelarm_ros.cli.launcher import failure, node_label
-    from skelarm_ros.cli.transport import graph_environment
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, EmitEvent, LogInfo, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit, OnProcessStart, OnShutdown
+from launch.events import Shutdown, matches_action
+from launch.events.process import ProcessExited, ProcessStarted, SignalProcess
+from launch_ros.actions import Node
+
+from skelarm_ros.cli.graph import ARGUMENTS, NodeSpec, describe
+from skelarm_ros.cli.launcher import failure, node_label
+from skelarm_ros.cli.transport import graph_environment
+
+
+def interrupted() -> bool:
+    """Whether the launch process got a Ctrl-C since a load of this file took its SIGINT (launch may not know yet)."""
+    return INTERRUPTS is not None and INTERRUPTS.heard
+
+
+class Stops:
+    """Whether launch stops for a Ctrl-C (its ``Shutdown`` event says ``due_to_sigint``), for :func:`on_start`."""
+
+    def __init__(self) -> None:
+        self.by_interrupt = False
+
 
 # Launch configurations that launch and launch_ros keep for themselves (PushRosNamespace, SetRemap,
 # SetParameter, emulate_tty) and those ros2 launch's --launch-prefix options add: not arguments.
@@ -207,11 +228,10 @@ def graph_actions(context: LaunchContext) -> list:
         For an unknown argument or a bad value, with the sentence ``skelarm-ros launch`` says;
         launch reports it and exits 1 before any node starts.
     """
-    stops = Stops()
-    with interrupts_held(stops):  # describing reads the scenario, with the modules that takes
-        specs = describe(given_arguments(context))
-    if LOADING.interrupted or stops.interrupted or context.is_shutdown:
+    specs = describe(given_arguments(context))  # it reads the scenario, with the modules that takes
+    if interrupted() or context.is_shutdown:
         return []
+    stops = Stops()
     actions: list = [RegisterEventHandler(OnShutdown(on_shutdown=on_shutdown(stops)))]
     for spec in specs:
         if spec.optional and not installed(spec.package):

@@ -295,9 +295,10 @@ def exit_quietly(code: int) -> int:
 INSTALLED_SCRIPT = """\
 {shebang}
 # `ros2 run skelarm_ros {name}`, written by skelarm_ros's setup.py: it enters skelarm_ros.startup before
-# anything else runs. Until the start-up takes them over, SIGINT and SIGTERM end the process at once with
-# exit code {code}; Python runs this file without its site step (-S on the first line) so that no library
-# starts before these lines, which then add the site folders themselves.
+# anything else runs. Where the first line starts the interpreter through `env --block-signal`, SIGINT and
+# SIGTERM wait, blocked, until the start-up has its handlers in place; until then, these lines end the process
+# at once with exit code {code} on either. Python runs this file without its site step (-S on the first line)
+# so that no library starts before these lines, which then add the site folders themselves.
 import _signal
 import posix
 
@@ -314,16 +315,60 @@ from skelarm_ros.startup import {name}
 sys.exit({name}())
 """
 
+ENV = "/usr/bin/env"
+"""The ``env`` an installed executable's interpreter line runs to start Python with the stop signals blocked."""
+BLOCK_SIGNALS = "--block-signal=INT,TERM"
+"""``env``'s option (GNU coreutils 8.31 or later) that starts its program with SIGINT and SIGTERM blocked."""
+INTERPRETER_LINE_MAX = 255
+"""The longest interpreter line Linux reads whole (after ``#!``)."""
 
-def installed_script(name: str, shebang: str) -> str:
+
+def env_blocks_signals(env: str = ENV) -> bool:
+    """Whether ``env`` starts a program with signals blocked (``--block-signal``), asked by running it once.
+
+    For the build (setup.py), never at a program's start: it runs a process.
+    """
+    import subprocess  # only the build asks; executables start without it
+
+    try:
+        done = subprocess.run([env, BLOCK_SIGNALS, "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def interpreter_line(shebang: str, *, env: str | None) -> str:
+    """Return the interpreter line of an installed executable, from the one setuptools wrote.
+
+    Where the line names the interpreter alone (``#!/usr/bin/python3``, or ``#!/usr/bin/env python3``),
+    Python gets ``-S`` (no site step before the script's first lines) and, given ``env`` (an ``env`` that
+    can: :func:`env_blocks_signals`), starts through ``env -S --block-signal=INT,TERM``: SIGINT and SIGTERM
+    then stay blocked through the interpreter's own start-up, in which Python answers them with
+    ``KeyboardInterrupt`` or ``Fatal Python error: init_sys_streams``, until :func:`take_signals` unblocks
+    them with the handlers in place, and a signal that came meanwhile is handled then. A line with options of
+    its own is kept as it is.
+    """
+    line = shebang.strip()
+    words = line.removeprefix("#!").split()
+    through_env = len(words) == 2 and os.path.basename(words[0]) == "env"
+    if not line.startswith("#!") or not (len(words) == 1 or through_env):
+        return line
+    plain = line if through_env else f"{line} -S"  # `env` takes one argument on Linux: no -S for it
+    if env is None:
+        return plain
+    blocking = f"#!{env} -S {BLOCK_SIGNALS} {words[-1]} -S"
+    return blocking if len(blocking) - len("#!") <= INTERPRETER_LINE_MAX else plain
+
+
+def installed_script(name: str, shebang: str, *, env: str | None = None) -> str:
     """Return the text of the executable ``name`` that a ROS 2 build installs in ``lib/skelarm_ros/``.
 
     setuptools' own console scripts import ``importlib.metadata`` and search every folder of the
     Python path for the package's entry points first (a tenth of a second and more, in which a
     signal ends the process with a traceback); this one takes SIGINT and SIGTERM on its first
-    lines and then enters this module. Where the interpreter line names the interpreter alone,
-    ``-S`` is added to it, so that not even Python's site step (its ``.pth`` files) runs before the
-    signals are taken; the script then runs that step itself.
+    lines and then enters this module, and its interpreter line (:func:`interpreter_line`) starts
+    Python without its site step and, given ``env``, with those signals blocked until the start-up
+    takes them.
 
     Parameters
     ----------
@@ -331,6 +376,8 @@ def installed_script(name: str, shebang: str) -> str:
         A key of :data:`EXECUTABLES`.
     shebang : str
         The interpreter line setuptools wrote (``#!/usr/bin/python3``).
+    env : str | None, optional
+        An ``env`` that can start a program with signals blocked (:func:`env_blocks_signals`), or ``None``.
 
     Returns
     -------
@@ -340,11 +387,8 @@ def installed_script(name: str, shebang: str) -> str:
     if name not in EXECUTABLES:
         msg = f"unknown executable {name!r}; the executables are {', '.join(EXECUTABLES)}"
         raise ValueError(msg)
-    line = shebang.strip()
-    if line.startswith("#!") and len(line.split()) == 1:
-        line += " -S"
     code = NODE_STOPPED if name in NODES else TOOL_INTERRUPTED
-    return INSTALLED_SCRIPT.format(shebang=line, name=name, code=code)
+    return INSTALLED_SCRIPT.format(shebang=interpreter_line(shebang, env=env), name=name, code=code)
 
 
 def _console_script(name: str) -> Callable[[], int]:

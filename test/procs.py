@@ -210,3 +210,24 @@ class Probe:
             self.node.destroy_node()
         finally:
             rclpy.try_shutdown(context=self.context)
+
+
+def in_session(session: int) -> list[int]:
+    """The pids of the live processes (zombies left out) of the session ``session``, read from ``/proc``.
+
+    A launch started in a session of its own (``start_new_session=True``) leads it, and every process it starts
+    stays in it, whatever its process group and wherever it is re-parented when its parent ends: what is left in
+    the session once the launch has ended is what it left running.
+    """
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # state, ppid, pgrp, session, ...
+        if fields[0] != "Z" and int(fields[3]) == session:
+            found.append(int(entry))
+    return found

@@ -1,7 +1,8 @@
 """``colcon build`` of the package in a temporary workspace installs what ``ros2 run`` / ``ros2 launch`` need.
 
 The executables it installs in ``lib/skelarm_ros`` are the package's own scripts (skelarm_ros.startup.installed_script),
-which take SIGINT and SIGTERM before anything else runs, with ``setup.py install`` and with ``--symlink-install``.
+which start Python through ``env`` with SIGINT and SIGTERM blocked (where this machine's ``env`` can) and take them
+before anything else runs, with ``setup.py install`` and with ``--symlink-install``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from skelarm_ros.startup import EXECUTABLES, installed_script
+from skelarm_ros.startup import ENV, EXECUTABLES, env_blocks_signals, installed_script
 
 REPO = Path(__file__).resolve().parents[1]
 COLCON = REPO / ".venv" / "bin" / "colcon"
+BLOCKING_ENV = ENV if env_blocks_signals() else None  # as setup.py decides
 SOURCES = ("package.xml", "setup.py", "setup.cfg", "resource", "skelarm_ros", "config", "launch")
 
 pytestmark = pytest.mark.slow
@@ -88,9 +90,9 @@ def test_the_installed_executables_enter_the_startup_first(tmp_path: Path, optio
     for name in EXECUTABLES:
         script = install / "lib" / "skelarm_ros" / name
         text = script.read_text()
-        interpreter = text.splitlines()[0].removeprefix("#!").removesuffix(" -S")
+        interpreter = text.splitlines()[0].removesuffix(" -S").split()[-1]  # after `env -S --block-signal=...`
         assert os.access(interpreter, os.X_OK), text  # the Python colcon built with, run without its site step
-        assert text == installed_script(name, f"#!{interpreter}"), text
+        assert text == installed_script(name, f"#!{interpreter}", env=BLOCKING_ENV), text
     # They run from the install space as a sourced workspace finds them, arguments and all ...
     tools = install / "lib" / "skelarm_ros"
     done = subprocess.run(

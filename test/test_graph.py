@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
+import signal
 from pathlib import Path
 
 import pytest
@@ -316,6 +317,14 @@ class _ParamsLoader(yaml.SafeLoader):
 _ParamsLoader.add_constructor("tag:yaml.org,2002:python/tuple", lambda loader, node: loader.construct_sequence(node))
 
 
+@pytest.fixture(autouse=True)
+def _sigint_back():
+    """Put this process's SIGINT handler back after each test: sim.launch.py takes the launch process's for good."""
+    previous = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def load_launch_file():
     """sim.launch.py as a module (its functions are tested without ros2 launch)."""
     spec = importlib.util.spec_from_file_location("sim_launch", LAUNCH_FILE)
@@ -480,8 +489,6 @@ def test_ros2_launch_of_an_unknown_argument_exits_1_with_the_launchers_sentence(
 
 def test_launch_file_takes_a_stop_asked_for_as_clean_with_launchs_own_events():
     require("launch_ros", "test_launch_stop.py checks the same handlers with stand-ins for launch")
-    import signal
-
     from launch.actions import RegisterEventHandler
     from launch.events import Shutdown
     from launch.events.process import ProcessExited, ProcessStarted, SignalProcess

@@ -1,32 +1,42 @@
-"""A stop through sim.launch.py, whatever its moment: the launch file's handlers, with stand-ins for launch.
+"""A stop whatever its moment: sim.launch.py's handlers with stand-ins for launch, and skelarm-ros launch.
 
 ``ros2 launch`` stops the graph with SIGINT (the terminal's Ctrl-C, or its own); a node that gets it in the
-first milliseconds of its interpreter ends by it (exit code -2), which the launch file takes as the stop it
-asked for; a node that starts after a Ctrl-C is sent one; a Ctrl-C while the launch file loads raises nothing
-in the launch process and starts nothing; and an exit code that asyncio lost (255) is read from the process.
-These run here with stand-in ``launch`` and ``launch_ros`` modules that record what the launch file builds;
-test_graph.py checks the same handlers with the real launch where it is installed, and test_ros2_launch.py
-stops a real ``ros2 launch`` at several moments.
+first millisecond of its start ends by it (exit code -2), which the launch file takes as the stop it asked
+for; a node that starts after a Ctrl-C is sent one; a Ctrl-C raises nothing in the launch process, whenever it
+comes (while the launch file loads, while it describes the graph, right after launch spawns a node: asyncio's
+task that watches the node goes on, as launch runs it), and one before the graph is handed to launch (while the
+file loads, between two loads of it, while it describes the graph) starts nothing; and an
+exit code that asyncio lost (255) is read from the process. These run here with stand-in ``launch`` and
+``launch_ros`` modules that record what the launch file builds; test_graph.py checks the same handlers with
+the real launch where it is installed, and test_ros2_launch.py stops a real ``ros2 launch`` at several
+moments, right after each node's spawn among them. ``skelarm-ros launch`` is stopped here right after it
+starts its first node and right after its second, deterministically (the Ctrl-C comes from its own output
+line): no node starts after it, each started one ends, exit code 0, nothing said but the stop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import re
 import signal
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_launcher_system import STARTED, alive
 
+from skelarm_ros.cli import launcher
 from skelarm_ros.cli.graph import describe
 from skelarm_ros.cli.launcher import failure
 from skelarm_ros.cli.transport import PROFILES_FILE_VARIABLE, USER_PROFILE_VARIABLES, graph_profile
 
 LAUNCH_FILE = Path(__file__).resolve().parents[1] / "launch" / "sim.launch.py"
+NOISE = re.compile(r"Traceback|FATAL|Exception in|Exception ignored|Fatal Python|KeyboardInterrupt|exit code")
 
 
 class Recorded:
@@ -68,12 +78,17 @@ def stand_ins() -> dict[str, types.ModuleType]:
 
 
 @pytest.fixture
-def launch(monkeypatch: pytest.MonkeyPatch) -> dict[str, types.ModuleType]:
-    """Stand-ins for launch and launch_ros in ``sys.modules`` for the test (the real ones, if any, come back)."""
+def launch(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, types.ModuleType]]:
+    """Stand-ins for launch and launch_ros in ``sys.modules`` for the test (the real ones, if any, come back).
+
+    The launch file takes the process's SIGINT for good; this test process gets its own handler back after.
+    """
     modules = stand_ins()
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    return modules
+    previous = signal.getsignal(signal.SIGINT)
+    yield modules
+    signal.signal(signal.SIGINT, previous)
 
 
 def load() -> types.ModuleType:
@@ -210,6 +225,14 @@ def test_nothing_starts_once_the_launch_stops(launch) -> None:
     assert load().graph_actions(context(stopping=True)) == []
 
 
+def ctrl_c() -> None:
+    """A Ctrl-C to this process, as the launch process gets it: it must raise nothing once the launch file loaded."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+    except KeyboardInterrupt:
+        pytest.fail("a Ctrl-C raised KeyboardInterrupt in the launch process")
+
+
 def ctrl_c_on_first_use(module: types.ModuleType, attribute: str) -> None:
     """Make the first ``from <module> import <attribute>`` send this process SIGINT, as a Ctrl-C arriving then."""
     value = getattr(module, attribute)
@@ -218,7 +241,7 @@ def ctrl_c_on_first_use(module: types.ModuleType, attribute: str) -> None:
     def module_getattr(name: str) -> Any:
         if name != attribute:
             raise AttributeError(name)
-        os.kill(os.getpid(), signal.SIGINT)
+        ctrl_c()
         return value
 
     module.__getattr__ = module_getattr  # type: ignore[method-assign]
@@ -228,8 +251,8 @@ def test_a_ctrl_c_while_the_launch_file_loads_raises_nothing_in_launch_and_start
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     ctrl_c_on_first_use(launch["launch_ros.actions"], "Node")  # while importing launch_ros (and rclpy with it)
     module = load()  # no KeyboardInterrupt: launch hears the signal through its wake-up descriptor instead
-    assert module.LOADING.interrupted
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert module.interrupted()
+    assert signal.getsignal(signal.SIGINT) is module.INTERRUPTS
     assert module.graph_actions(context()) == []
 
 
@@ -238,25 +261,82 @@ def test_a_ctrl_c_while_the_graph_is_described_raises_nothing_and_starts_nothing
     describing = module.describe
 
     def describe_interrupted(arguments: dict[str, str]) -> list:
-        os.kill(os.getpid(), signal.SIGINT)
+        ctrl_c()
         return describing(arguments)
 
     monkeypatch.setattr(module, "describe", describe_interrupted)
     assert module.graph_actions(context()) == []
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is module.INTERRUPTS
+
+
+def test_a_ctrl_c_once_the_nodes_are_handed_to_launch_raises_nothing_for_the_rest_of_the_launch(launch) -> None:
+    module = load()
+    assert [type(action).__name__ for action in module.graph_actions(context())].count("Node") == 2
+    for _ in range(2):  # a Ctrl-C as launch spawns the nodes, a second one while it stops them
+        ctrl_c()
+    assert module.interrupted()
+    assert signal.getsignal(signal.SIGINT) is module.INTERRUPTS
+
+
+def test_a_later_load_in_the_same_process_shares_the_handler_and_starts_nothing_after_a_ctrl_c_before_it(
+    launch,
+) -> None:
+    # launch loads an included file more than once (its arguments first), and a launch file may include it twice
+    first = load()
+    assert first.graph_actions(context(namespace="arm1"))
+    ctrl_c()  # between the loads: launch may not have heard it when the later load's graph is asked for
+    second = load()
+    assert second.INTERRUPTS is first.INTERRUPTS
+    assert second.interrupted()
+    assert second.graph_actions(context(namespace="arm2")) == []
 
 
 def test_another_sigint_handler_is_left_alone(launch) -> None:
-    module = load()
     heard: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: heard.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _frame: heard.append(signum))
+    module = load()
+    assert module.INTERRUPTS is None
+    os.kill(os.getpid(), signal.SIGINT)
+    assert heard == [signal.SIGINT]
+    assert not module.interrupted()
+
+
+async def spawn_a_node_with_a_ctrl_c_right_after(pids: list[int]) -> int:
+    """What launch's task for a node does, with a Ctrl-C right after the spawn: start it, go on, end it, reap it."""
+    process = await asyncio.create_subprocess_exec(sys.executable, "-S", "-c", "import time; time.sleep(60)")
+    pids.append(process.pid)
+    os.kill(os.getpid(), signal.SIGINT)  # the Ctrl-C, right after the spawn
+    await asyncio.sleep(0)  # launch goes on: the node's ProcessStarted event, the wake-up descriptor read
+    process.terminate()  # launch stopping the node
+    return await process.wait()
+
+
+def run_as_launch_does(coroutine: Coroutine[Any, Any, int]) -> int:
+    """Run a coroutine as launch runs its service: in a loop of its own, ``run_until_complete`` (no asyncio.run)."""
+    loop = asyncio.new_event_loop()
     try:
-        noted = module.Stops()
-        with module.interrupts_held(noted):
-            os.kill(os.getpid(), signal.SIGINT)
-        assert (heard, noted.interrupted) == ([signal.SIGINT], False)
+        return loop.run_until_complete(coroutine)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        loop.close()
+
+
+def test_a_ctrl_c_right_after_launch_spawns_a_node_leaves_the_task_watching_it_whole(launch) -> None:
+    # Python's default handler raises KeyboardInterrupt in the task: it dies with the node running and unwatched
+    # (under the real launch: `Task exception was never retrieved`, and `ros2 launch` waiting for ever).
+    pids: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        run_as_launch_does(spawn_a_node_with_a_ctrl_c_right_after(pids))
+    os.kill(pids[0], signal.SIGKILL)
+    os.waitpid(pids[0], 0)
+    load()  # the launch file's handler: the task goes on, ends the node and reaps it
+    try:
+        code = run_as_launch_does(spawn_a_node_with_a_ctrl_c_right_after(pids))
+    except KeyboardInterrupt:
+        os.kill(pids[1], signal.SIGKILL)
+        pytest.fail("the Ctrl-C raised KeyboardInterrupt in launch's task, which left the node running")
+    assert code == -signal.SIGTERM
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(pids[1], os.WNOHANG)
 
 
 def test_every_node_gets_the_graphs_fast_dds_profile_as_skelarm_ros_launch_gives_it(launch, monkeypatch) -> None:
@@ -269,3 +349,45 @@ def test_every_node_gets_the_graphs_fast_dds_profile_as_skelarm_ros_launch_gives
     monkeypatch.setenv(USER_PROFILE_VARIABLES[0], "/home/me/my_profile.xml")  # a user's own: left alone
     nodes = [action for action in module.graph_actions(context()) if type(action).__name__ == "Node"]
     assert all(node.kwargs["additional_env"] == {} for node in nodes)
+
+
+class CtrlCOnStart:
+    """``skelarm-ros launch``'s output, when it runs in this process: a Ctrl-C right after its ``count``-th node starts.
+
+    The launcher says ``started <node> (pid N)`` in its own thread right after starting the node, so the Ctrl-C
+    comes there, before anything else the launcher does.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.lines: list[str] = []
+        self.pids: list[int] = []
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            self.lines.append(line)
+            started = STARTED.match(line)
+            if started:
+                self.pids.append(int(started[2]))
+                if len(self.pids) == self.count:
+                    os.kill(os.getpid(), signal.SIGINT)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [1, 2], ids=["after-the-first", "after-the-second"])
+def test_skelarm_ros_launch_stopped_right_after_a_node_starts_starts_no_other_and_stops_the_started_cleanly(
+    monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    out = CtrlCOnStart(count)
+    monkeypatch.setattr(sys, "stdout", out)
+    code = launcher.main(["sim", "mode:=lockstep", "duration:=600"])
+    said = "\n".join(out.lines)
+    assert code == 0, said
+    assert len(out.pids) == count, said  # the simulator and the controller start in turn: none after the Ctrl-C
+    assert "[launch] stop requested; stopping the graph" in out.lines, said
+    assert not [line for line in out.lines if NOISE.search(line)], said
+    assert not [pid for pid in out.pids if alive(pid)], said

@@ -4,9 +4,11 @@ A node that fails fails the launch (exit 1, naming the node), as ``skelarm-ros l
 (test_launcher.py checks that with stand-in processes, test_faults_system.py the simulator's lockstep
 timeout); an unknown argument stops it before any node starts; a run that ends with its duration
 exits 0; a launch file of one's own with arguments of its own includes sim.launch.py in a group that
-does not forward them; a Ctrl-C while the launch file loads, as the nodes start or while the graph runs ends
-it with 0, no traceback and no SIGTERM, from a terminal or without one (test_launch_stop.py checks the launch
-file's part of that with stand-ins, test_startup.py and test_colcon.py the installed executables' part).
+does not forward them; a Ctrl-C while the launch file loads, right after launch spawns the first node or the
+second, as the nodes import or while the graph runs ends it with 0, no traceback and no SIGTERM, and no
+process left in its session, from a terminal or without one (test_launch_stop.py checks the launch file's part
+of that with stand-ins, and skelarm-ros launch's, test_startup.py and test_colcon.py the installed
+executables' part).
 Skipped with the reason where ``ros2 launch`` or the installed package is missing.
 """
 
@@ -36,7 +38,7 @@ if ROS2 is None or importlib.util.find_spec("ros2launch") is None:
     )
 
 from conftest import installed_share  # noqa: E402
-from procs import catches  # noqa: E402
+from procs import catches, in_session, wait_exit  # noqa: E402
 from test_launcher_system import START_DEADLINE, Launch, alive  # noqa: E402
 from waiting import wait_until  # noqa: E402
 
@@ -143,6 +145,27 @@ def test_a_ctrl_c_ends_ros2_launch_with_0_and_no_traceback(tmp_path, moment: str
     if moment == "while sim.launch.py loads":  # launch stops before the graph starts
         assert not launch.node_pids(), launch.output()
     assert not [pid for pid in launch.node_pids().values() if alive(pid)], launch.output()
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "noninteractive"])
+@pytest.mark.parametrize("spawn", [1, 2], ids=["after-the-first-spawn", "after-the-second-spawn"])
+def test_a_ctrl_c_right_after_ros2_launch_spawns_a_node_leaves_no_node_running(spawn: int, terminal: bool) -> None:
+    # The moment launch's task for a node has spawned it; launch numbers its processes in order (simulator-1, ...).
+    launch = TerminalLaunch(
+        "mode:=lockstep", "duration:=600", launch_file=("skelarm_ros", "sim.launch.py"), terminal=terminal
+    )
+    try:
+        assert launch.wait_for_line(f"-{spawn}]: process started with pid [", START_DEADLINE), launch.output()
+        launch.ctrl_c()
+        code = wait_exit(launch.process, 60.0)
+        left = in_session(launch.process.pid)  # wherever a node was re-parented, it stays in the session
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    finally:
+        launch.end()
+    assert code is not None, f"ros2 launch did not end within 60 s of the Ctrl-C:\n{launch.output()}"
+    assert (code, left) == (0, []), launch.output()
+    assert not [line for line in launch.lines if UNCLEAN.search(line)], launch.output()
 
 
 def run(launch: Ros2Launch, budget: float) -> int:

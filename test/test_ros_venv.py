@@ -29,8 +29,10 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from test_colcon import colcon_build
+from test_colcon import BLOCKING_ENV, colcon_build
 from test_launcher_system import START_DEADLINE, Launch
+
+from skelarm_ros.startup import interpreter_line
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +109,7 @@ def test_colcon_from_the_environment_installs_nodes_that_run_with_it(layers) -> 
     python = layers["venv"] / "bin" / "python"
     install = colcon_build(layers["root"] / "ws", colcon=(str(python), "-m", "colcon"), env=sourced_ros(layers))
     simulator = install / "lib" / "skelarm_ros" / "simulator"
-    assert simulator.read_text().splitlines()[0] == f"#!{python} -S"
+    assert simulator.read_text().splitlines()[0] == interpreter_line(f"#!{python}", env=BLOCKING_ENV)  # its Python
     (site,) = (install / "lib").glob("python3*/site-packages")
     env = sourced_ros(layers, site)
     env["AMENT_PREFIX_PATH"] = str(install)

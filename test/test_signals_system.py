@@ -11,6 +11,9 @@
   interpreter's own start-up, Python itself answers a signal, and on a busy machine
   that start-up alone takes from tenths of a second to more than a second
   (docs/interfaces.md, "Signals").
+- Ctrl-C to ``skelarm-ros launch sim`` right after it starts its first node and right after its
+  second, five times each: every started node ends, exit code 0, no traceback,
+  nothing left in the launch's session.
 - Ctrl-C to a running ``skelarm-ros launch sim``, twenty times: every stop is clean.
 
 The delays before each signal are what these tests are about (the signal's moment),
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING
 import procs
 import pytest
 from conftest import EXTRA_DOMAINS, claim_domain
+from test_launcher_system import STARTED
 from waiting import wait_until
 
 from skelarm_ros.bags.log_to_bag import log_to_bag
@@ -42,15 +46,17 @@ from skelarm_ros.sim.scenario import load_scenario
 from skelarm_ros.startup import started_blocked
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # timing checks: alone, after the parallel part (Makefile)
 
 NOISE = ("Traceback", "FATAL", "Exception in", "Failed to publish log message to rosout", "Segmentation fault")
 DELAYS = (0.2, 0.5, 1.0)
 REPEATS = 10
+SPAWN_REPEATS = 5  # Ctrl-C right after a spawn, each moment
 RUNS = 20  # Ctrl-C to a running graph
 PARALLEL = 3  # processes signalled at once (each on its own DDS domain)
+LAUNCH = (sys.executable, "-m", "skelarm_ros.cli", "launch", "sim")
 
 
 _free: queue.Queue[int] = queue.Queue()  # this test process's extra domains, the least recently used first
@@ -133,7 +139,7 @@ def executables(bag: Path, work: Path) -> dict[str, tuple[list[str], tuple[int, 
         "force_replay": ([*run, "force_replay", "--ros-args", "-p", f"source:={force}", "-p", "timing:=timer"], (0,)),
         "recorder": ([*run, "recorder", "--ros-args", "-p", "output:=out_{index}"], (0,)),
         "bag_to_log": ([*run, "bag_to_log", str(bag), "-o", "out_{index}.sklog.npz"], (0, 130)),
-        "launch": ([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"], (0,)),
+        "launch": (list(LAUNCH), (0,)),
     }
 
 
@@ -161,37 +167,69 @@ def test_a_signal_while_an_executable_starts_ends_it_quietly(
     assert leftovers == []  # no half-written output
 
 
-def test_ctrl_c_stops_a_running_graph_cleanly_every_time(tmp_path: Path) -> None:
-    def one(_index: int) -> tuple[int, str]:
-        with environment() as env:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            lines = []
-            try:
-                assert process.stdout is not None
-                deadline = time.monotonic() + procs.START_TIMEOUT
-                for line in process.stdout:  # the graph runs once the controller reports its progress
-                    lines.append(line)
-                    if "stepping every" in line or time.monotonic() > deadline:
-                        break
-                process.send_signal(signal.SIGINT)
-                rest, _ = process.communicate(timeout=30.0)
-            finally:
-                procs.kill(process)
-        return process.returncode, "".join(lines) + rest
+def ctrl_c_launch(moment: Callable[[str], bool]) -> tuple[int, str, list[int]]:
+    """Start ``skelarm-ros launch sim`` in a session of its own, SIGINT it right after its output line ``moment``.
 
+    Returns its exit code, its output, and the processes of its session still running after it ended (ended
+    here by SIGKILL).
+    """
+    with environment() as env:
+        process = subprocess.Popen(
+            list(LAUNCH),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        lines = []
+        try:
+            assert process.stdout is not None
+            deadline = time.monotonic() + procs.START_TIMEOUT
+            for line in process.stdout:
+                lines.append(line)
+                if moment(line) or time.monotonic() > deadline:
+                    break
+            process.send_signal(signal.SIGINT)
+            rest, _ = process.communicate(timeout=30.0)
+        finally:
+            procs.kill(process)
+        left = procs.in_session(process.pid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    return process.returncode, "".join(lines) + rest, left
+
+
+def starts(count: int) -> Callable[[str], bool]:
+    """The moment the launcher has said it started its ``count``-th node."""
+    started: list[str] = []
+
+    def moment(line: str) -> bool:
+        if STARTED.match(line.rstrip("\n")):
+            started.append(line)
+        return len(started) == count
+
+    return moment
+
+
+@pytest.mark.parametrize("count", [1, 2], ids=["after-the-first", "after-the-second"])
+def test_ctrl_c_right_after_the_launcher_starts_a_node_ends_every_started_node_cleanly(count: int) -> None:
     with ThreadPoolExecutor(PARALLEL) as pool:
-        results = list(pool.map(one, range(RUNS)))
+        results = list(pool.map(lambda _index: ctrl_c_launch(starts(count)), range(SPAWN_REPEATS)))
+    for code, output, left in results:
+        assert (code, left) == (0, []), output
+        for noise in NOISE:
+            assert noise not in output, output
+
+
+def test_ctrl_c_stops_a_running_graph_cleanly_every_time() -> None:
+    with ThreadPoolExecutor(PARALLEL) as pool:  # the graph runs once the controller reports its progress
+        results = list(pool.map(lambda _index: ctrl_c_launch(lambda line: "stepping every" in line), range(RUNS)))
     clean = 0
-    for code, output in results:
+    for code, output, left in results:
         assert "stepping every" in output, output
-        assert code == 0, output
+        assert (code, left) == (0, []), output
         for noise in NOISE:
             assert noise not in output, output
         assert "stopped by a signal; ran" in output, output

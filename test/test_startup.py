@@ -145,6 +145,45 @@ def test_an_interpreter_line_with_options_is_kept_and_the_script_runs_the_site_s
         startup.installed_script("sim", "#!/usr/bin/python3")
 
 
+def test_the_interpreter_line_starts_python_through_env_with_the_stop_signals_blocked_where_env_can() -> None:
+    env = "/usr/bin/env"
+    blocked = f"#!{env} -S --block-signal=INT,TERM"
+    assert startup.interpreter_line("#!/usr/bin/python3\n", env=env) == f"{blocked} /usr/bin/python3 -S"
+    assert startup.interpreter_line("#!/usr/bin/env python3", env=env) == f"{blocked} python3 -S"
+    assert startup.interpreter_line("#!/usr/bin/python3 -E", env=env) == "#!/usr/bin/python3 -E"  # its own options
+    long_python = "/" + "p" * 250
+    assert startup.interpreter_line(f"#!{long_python}", env=env) == f"#!{long_python} -S"  # Linux would cut it
+    text = startup.installed_script("controller", "#!/usr/bin/python3", env=env)
+    assert text.startswith(f"{blocked} /usr/bin/python3 -S\n")
+
+
+def test_env_is_asked_whether_it_can_block_signals() -> None:
+    assert not startup.env_blocks_signals("/bin/false")
+    assert not startup.env_blocks_signals("/nonexistent/env")
+
+
+@pytest.mark.skipif(
+    not startup.env_blocks_signals(),
+    reason=f"{startup.ENV} cannot start a program with signals blocked here (GNU coreutils 8.31 or later can)",
+)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(("name", "code"), [("simulator", 0), ("bag_to_log", 130)])
+def test_a_signal_before_python_starts_waits_for_the_start_up_which_ends_the_executable_quietly(
+    tmp_path: Path, name: str, code: int, signum: signal.Signals
+) -> None:
+    # A stand-in interpreter signals itself and then becomes Python: the signal is there through every instant
+    # of Python's own start-up, which answers it with `KeyboardInterrupt` or `Fatal Python error:
+    # init_sys_streams` (a launch's Ctrl-C or SIGTERM to a node it has just spawned).
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nkill -{signum.name.removeprefix("SIG")} $$\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    path = tmp_path / name
+    path.write_text(startup.installed_script(name, f"#!{python}\n", env=startup.ENV))
+    path.chmod(0o755)
+    done = run_installed(path)
+    assert (done.returncode, done.stdout, done.stderr) == (code, "", "")
+
+
 @pytest.mark.parametrize(("name", "code"), [("simulator", 0), ("bag_to_log", 130)])
 def test_a_signal_in_pythons_site_step_ends_an_installed_executable_at_once_and_quietly(
     tmp_path: Path, name: str, code: int

@@ -17,8 +17,9 @@ launch file turns into ``launch_ros`` actions, and start as processes:
 
 The launcher stops every node (SIGINT, then SIGTERM, then SIGKILL, each after a
 timeout) on Ctrl-C or SIGTERM, when a node fails, and when a node that ends the
-graph (the simulator with a ``duration``) exits. It exits 0 when every node ended
-cleanly, 1 when one failed, 2 on a usage error.
+graph (the simulator with a ``duration``) exits. A Ctrl-C at any moment is a stop
+request: no node starts after it, and each one started before it is stopped. It
+exits 0 when every node ended cleanly, 1 when one failed, 2 on a usage error.
 
 This module imports neither rclpy nor launch.
 """
@@ -44,7 +45,7 @@ import yaml
 
 from skelarm_ros.cli.graph import ARGUMENTS, PACKAGE, GraphError, NodeSpec, describe
 from skelarm_ros.cli.transport import graph_environment
-from skelarm_ros.startup import started_blocked
+from skelarm_ros.startup import STOP_SIGNALS, restore_signals, started_blocked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -261,7 +262,7 @@ class Runner:
     out: IO[str] = field(default_factory=lambda: sys.stdout)
     stop_timeout: float = STOP_TIMEOUT
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _stop: threading.Event = field(default_factory=threading.Event)
+    _stopping: bool = False
 
     def say(self, label: str, line: str) -> None:
         """Write one line, prefixed with ``[label]``."""
@@ -270,8 +271,12 @@ class Runner:
             self.out.flush()
 
     def request_stop(self, signum: int = signal.SIGINT, frame: FrameType | None = None) -> None:
-        """Ask the running graph to stop (a signal handler)."""
-        self._stop.set()
+        """Ask the graph to stop: no process starts after this, and the running ones are stopped.
+
+        A signal handler (and a watchdog thread's call): it takes no lock, since the main thread
+        it interrupts may be holding any.
+        """
+        self._stopping = True
 
     def _forward(self, label: str, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
@@ -302,6 +307,8 @@ class Runner:
     def run(self, planned: Sequence[Planned]) -> int:
         """Run the processes until one ends the graph, one fails, all exit, or a stop is requested.
 
+        A process whose turn to start comes after a stop was requested is not started.
+
         Returns
         -------
         int
@@ -312,6 +319,8 @@ class Runner:
         failed = False
         try:
             for item in planned:
+                if self._stopping:
+                    break
                 processes.append(self._start(item))
             failed = self._watch(processes)
         finally:
@@ -320,7 +329,7 @@ class Runner:
 
     def _watch(self, processes: list[_Process]) -> bool:
         """Wait for the graph to end; return whether a process failed."""
-        while not self._stop.wait(_POLL):
+        while not self._stopping:
             for process in processes:
                 if process.code is not None:
                     continue
@@ -338,6 +347,7 @@ class Runner:
                 self.say(_LABEL, f"{name} exited")
             if all(process.code is not None for process in processes):
                 return False
+            time.sleep(_POLL)  # a signal's handler runs in it, and it sleeps on
         self.say(_LABEL, "stop requested; stopping the graph")
         return False
 
@@ -413,19 +423,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.dry_run:
         return _dry_run(GRAPHS[graph], options.arguments)
     runner = Runner()
-    with tempfile.TemporaryDirectory(prefix="skelarm-ros-launch-") as directory:
-        try:
-            specs = GRAPHS[graph](parse_assignments(options.arguments))
-            planned = plan(specs, Path(directory), report=lambda line: runner.say(_LABEL, line))
-        except (GraphError, LaunchError) as error:
-            print(f"skelarm-ros launch: {error}", file=sys.stderr)
-            return 2
-        previous = {signum: signal.signal(signum, runner.request_stop) for signum in (signal.SIGINT, signal.SIGTERM)}
-        try:
+    # From here on a Ctrl-C or SIGTERM is a stop request, whatever the moment: the graph is still described
+    # and its parameter files removed at the end, but no node starts after it.
+    previous = {signum: signal.signal(signum, runner.request_stop) for signum in STOP_SIGNALS}
+    try:
+        with tempfile.TemporaryDirectory(prefix="skelarm-ros-launch-") as directory:
+            try:
+                specs = GRAPHS[graph](parse_assignments(options.arguments))
+                planned = plan(specs, Path(directory), report=lambda line: runner.say(_LABEL, line))
+            except (GraphError, LaunchError) as error:
+                print(f"skelarm-ros launch: {error}", file=sys.stderr)
+                return 2
             return runner.run(planned)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+    finally:
+        restore_signals(previous)
 
 
 def _dry_run(describe: Callable[[dict[str, str]], list[NodeSpec]], arguments: Sequence[str]) -> int:
