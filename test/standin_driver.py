@@ -19,11 +19,22 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
 - ``commands_after`` (seconds): commands are taken only that long after the states start
   (ros2_control spawns the effort controller after the joint state broadcaster);
 - ``commands_log:=path`` writes, at exit, one line per command received: the wall time
-  (s since the first state) and the torques in the arm's joint order.
+  (s since the first state) and the torques in the arm's joint order;
+- ``delay`` (s): a command acts from the arm's first step at or after its arrival plus the
+  delay (a bus and a current loop), at the arm's own step, not at the driver's ticks;
+- ``position_noise`` / ``velocity_noise`` (rad, rad/s), ``encoder_ticks`` (per revolution),
+  ``seed``: Gaussian noise on the published angles and velocities, angles quantised to whole
+  encoder ticks; ``effort:=true`` publishes the motors' mean torque over each period, with
+  ``effort_noise`` (N*m);
+- ``brakes:=true``: the arm is held where it starts until the first command (a vertical arm
+  does not fall while the effort controller starts).
 
 Inside, the arm is :class:`skelarm_ros.sim.engine.ArmEngine` of the scenario's robot,
-stepped at the scenario's ``dt`` to keep up with the wall clock (a physical arm does
-not wait for its driver's timer).
+stepped at the scenario's ``dt``, or, with ``engine:=mujoco``, the scenario's arm with its
+masses, centres of mass and inertias off (test/geared_arm.py's ``true_arm``, ``arm_seed``),
+four-joint drives' armature and friction (``TRUE_DRIVE``) and the scenario's gravity,
+integrated by MuJoCo (RK4 at 0.5 ms). Either is stepped to keep up with the wall clock (a
+physical arm does not wait for its driver's timer).
 
 ``python test/standin_driver.py --ros-args -r __ns:=/arm1 -p arm_joints:="[shoulder, elbow]"
 -p joints:="[elbow, shoulder]"``
@@ -32,6 +43,7 @@ not wait for its driver's timer).
 from __future__ import annotations
 
 import sys
+from collections import deque
 
 import numpy as np
 import rclpy
@@ -47,7 +59,59 @@ from skelarm_ros.nodes.spinning import spin_until, try_shutdown
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm
 
-MAX_CATCH_UP = 50  # steps per tick at most, so a stalled process does not integrate a long gap at once
+MAX_CATCH_UP = 0.1  # s of the arm's time per tick at most, so a stalled process does not integrate a long gap at once
+
+
+class EngineArm:
+    """The scenario's arm on the package's engine: ``step(tau)`` advances ``dt`` and returns the torque applied."""
+
+    def __init__(self, arm, offset: np.ndarray) -> None:
+        self.engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
+        if len(offset):
+            self.engine.set_state(self.engine.q + offset, self.engine.dq)
+        self.dt = arm.dt
+        self.t = 0.0
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.engine.q
+
+    @property
+    def dq(self) -> np.ndarray:
+        return self.engine.dq
+
+    def step(self, tau: np.ndarray) -> np.ndarray:
+        self.engine.step(tau)
+        self.t += self.dt
+        return tau
+
+
+class MujocoArm:
+    """The scenario's arm made real in MuJoCo (test/geared_arm.py): other masses, drives, another integrator."""
+
+    def __init__(self, arm, offset: np.ndarray, seed: int) -> None:
+        from geared_arm import SIM_STEP, TRUE_DRIVE, GearedArm, true_arm
+
+        from skelarm_ros.sim.scenario import JointDrive
+
+        drive = TRUE_DRIVE if arm.num_joints == TRUE_DRIVE.num_joints else JointDrive.ideal(arm.num_joints)
+        self.mujoco = GearedArm(true_arm(seed, arm.skeleton), drive)
+        self.mujoco.model.opt.gravity[:2] = arm.grav_vec
+        self.mujoco.reset(arm.skeleton.q + offset if len(offset) else arm.skeleton.q)
+        self.dt = SIM_STEP
+        self.t = 0.0
+
+    @property
+    def q(self) -> np.ndarray:
+        return self.mujoco.data.qpos.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        return self.mujoco.data.qvel.copy()
+
+    def step(self, tau: np.ndarray) -> np.ndarray:
+        self.t += self.dt
+        return self.mujoco.step(tau)
 
 
 class StandInDriver(Node):
@@ -67,11 +131,23 @@ class StandInDriver(Node):
         self.commands_log = str(self.declare_parameter("commands_log", "").value)
         # best_effort: sensor-data QoS, as many real arms' drivers and simulators' bridges publish
         reliable = self.declare_parameter("reliability", "reliable").value == "reliable"
+        self.delay = float(self.declare_parameter("delay", 0.0).value)
+        noise = [float(self.declare_parameter(name, 0.0).value) for name in ("position_noise", "velocity_noise")]
+        self.noise = np.array(noise)
+        ticks = int(self.declare_parameter("encoder_ticks", 0).value)
+        self.encoder = 2.0 * np.pi / ticks if ticks else 0.0
+        self.rng = np.random.default_rng(int(self.declare_parameter("seed", 0).value))
+        self.effort = bool(self.declare_parameter("effort", False).value)
+        self.effort_noise = float(self.declare_parameter("effort_noise", 0.0).value)
+        self.braked = bool(self.declare_parameter("brakes", False).value)
         arm = load_arm(scenario or None)
         assert len(arm_joints) == arm.num_joints and sorted(joints) == sorted(arm_joints)
-        self.engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=arm.enforce_limits)
-        if len(offset):
-            self.engine.set_state(self.engine.q + offset, self.engine.dq)
+        if self.declare_parameter("engine", "pinocchio").value == "mujoco":
+            self.arm = MujocoArm(arm, offset, int(self.declare_parameter("arm_seed", 4).value))
+        else:
+            self.arm = EngineArm(arm, offset)
+        self.pending: deque[tuple[float, np.ndarray]] = deque()  # (arm time it acts from, command)
+        self.applied = np.zeros(arm.num_joints)
         self.arm_joints = arm_joints
         self.joints = joints
         self.gripper = [gripper] if gripper else []
@@ -113,15 +189,17 @@ class StandInDriver(Node):
         if len(msg.data) != len(self.joints) or not np.isfinite(msg.data).all():
             self.ignored += 1
             return
+        tau = np.zeros(len(self.arm_joints))
         for name, value in zip(self.joints, msg.data, strict=True):
-            self.tau[self.arm_joints.index(name)] = value
-        self._took()
+            tau[self.arm_joints.index(name)] = value
+        self._took(tau)
 
-    def _took(self) -> None:
+    def _took(self, tau: np.ndarray) -> None:
         now = (self._wall.now().nanoseconds - self._origin_ns) * 1e-9
         if self._first_command is None:
             self._first_command = now
-        self.received.append((now, self.tau.tolist()))
+        self.received.append((now, tau.tolist()))
+        self.pending.append((now + self.delay, tau))
 
     def write_commands(self) -> None:
         """Write the commands received, one line each: wall seconds, then the torques in arm order."""
@@ -135,30 +213,44 @@ class StandInDriver(Node):
         if sorted(efforts) != sorted(self.arm_joints) or not np.isfinite(list(efforts.values())).all():
             self.ignored += 1
             return
-        self.tau = np.array([efforts[name] for name in self.arm_joints])
-        self._took()
+        self._took(np.array([efforts[name] for name in self.arm_joints]))
 
     def _tick(self) -> None:
         elapsed = (self._wall.now().nanoseconds - self._origin_ns) * 1e-9
-        steps = 0
-        while self.engine.t + self.engine.dt <= elapsed and steps < MAX_CATCH_UP:
-            self.engine.step(self.tau)
+        arm, steps, torque = self.arm, 0, np.zeros(len(self.arm_joints))
+        start = arm.t
+        while arm.t + arm.dt <= elapsed and arm.t - start < MAX_CATCH_UP:
+            while self.pending and self.pending[0][0] <= arm.t:  # due: it arrived a delay ago
+                self.tau = self.pending.popleft()[1]
+                self.braked = False
+            if self.braked:  # held where it is, the time going on
+                arm.t += arm.dt
+            else:
+                torque += arm.step(self.tau)
             steps += 1
         if steps == 0:  # no new state since the last one: a driver publishes each state once
             return
-        if steps == MAX_CATCH_UP:  # fell behind: the arm does not replay the gap
-            self.engine.set_state(self.engine.q, self.engine.dq, elapsed)
+        self.applied = torque / steps
+        if arm.t - start >= MAX_CATCH_UP:  # fell behind: the arm does not replay the gap
+            arm.t = elapsed
         if self.gap > 0.0 and self._first_command is not None:
             silent = self._first_command + self.gap_at
             if silent <= elapsed < silent + self.gap:  # a hung bus: the arm moves on, nothing is published
                 return
         gripper = [0.02] * len(self.gripper), [0.0] * len(self.gripper)
-        stamp_ns = self._origin_ns + round(self.engine.t * 1e9)
+        stamp_ns = self._origin_ns + round(arm.t * 1e9)
+        q = arm.q + self.noise[0] * self.rng.standard_normal(len(self.arm_joints))
+        if self.encoder:
+            q = np.round(q / self.encoder) * self.encoder
+        dq = arm.dq + self.noise[1] * self.rng.standard_normal(len(self.arm_joints))
         msg = JointState(
             name=self.published,
-            position=gripper[0] + self.engine.q[self._out].tolist(),
-            velocity=gripper[1] + self.engine.dq[self._out].tolist(),
+            position=gripper[0] + q[self._out].tolist(),
+            velocity=gripper[1] + dq[self._out].tolist(),
         )
+        if self.effort:
+            effort = self.applied + self.effort_noise * self.rng.standard_normal(len(self.arm_joints))
+            msg.effort = [0.0] * len(self.gripper) + effort[self._out].tolist()
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
         self.state_pub.publish(msg)
 
