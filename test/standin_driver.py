@@ -27,7 +27,9 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   encoder ticks; ``effort:=true`` publishes the motors' mean torque over each period, with
   ``effort_noise`` (N*m);
 - ``brakes:=true``: the arm is held where it starts until the first command (a vertical arm
-  does not fall while the effort controller starts).
+  does not fall while the effort controller starts);
+- ``thread_priority`` (1-99): its threads under SCHED_FIFO, as a real driver's loop runs, where
+  the user may (a driver on a loaded machine otherwise misses its ticks).
 
 Inside, the arm is :class:`skelarm_ros.sim.engine.ArmEngine` of the scenario's robot,
 stepped at the scenario's ``dt``, or, with ``engine:=mujoco``, the scenario's arm with its
@@ -55,7 +57,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from skelarm_ros.nodes.spinning import spin_until, try_shutdown
+from skelarm_ros.nodes.spinning import set_thread_priority, spin_until, try_shutdown
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm
 
@@ -260,6 +262,7 @@ def main() -> int:
     node = StandInDriver()
     executor = SingleThreadedExecutor()
     executor.add_node(node)
+    set_thread_priority(node, int(node.declare_parameter("thread_priority", 0).value))
     spin_until(node, executor)  # ends cleanly on SIGINT / SIGTERM
     node.write_commands()
     node.destroy_node()
