@@ -23,26 +23,15 @@ from skelarm_ros.control.twin_run import run_twin
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import JointDrive, load_arm, load_scenario, resolve_scenario
 
-THREE_LINKS = """
-[skeleton]
-[[skeleton.link]]
-length = 0.3
-mass = 1.2
-inertia = 0.01
-com = [0.15, 0.0]
-limits = [-170.0, 170.0]
-[[skeleton.link]]
-length = 0.25
-mass = 0.6
-inertia = 0.004
-com = [0.12, 0.0]
-limits = [-170.0, 170.0]
-[[skeleton.link]]
-length = 0.1
-mass = 0.15
-inertia = 0.0003
-com = [0.05, 0.0]
-limits = [-170.0, 170.0]
+LINKS = ((0.3, 1.2, 0.01), (0.25, 0.6, 0.004), (0.1, 0.15, 0.0003))  # length m, mass kg, inertia kg*m^2: a light wrist
+THREE_LINKS = (
+    "[skeleton]\n"
+    + "".join(
+        f"[[skeleton.link]]\nlength = {length}\nmass = {mass}\ninertia = {inertia}\ncom = [{length / 2}, 0.0]\n"
+        "limits = [-170.0, 170.0]\n"
+        for length, mass, inertia in LINKS
+    )
+    + """
 [initial]
 q = [20.0, 40.0, 30.0]
 [task]
@@ -57,6 +46,7 @@ k0 = 150.0
 alpha = 6.0
 zeta1 = 0.2
 """
+)
 """A three-link arm with a light wrist, its time-varying stiffness reach damped at the edge of a 250 Hz loop."""
 TARGET = np.array([0.1, 0.45])
 REACH = 2.0  # s of each reach
@@ -172,5 +162,5 @@ def test_a_reach_that_goes_unstable_a_tick_late_is_predicted_unstable_and_holds_
         assert run.stopped == ""
     else:
         # The arm thrashes: far from the target, not settling (MuJoCo's gives up and resets the arm).
-        assert predicted[-1] > 10 * tolerance and predicted[-len(predicted) // 4 :].min() > 5 * tolerance
+        assert predicted[-1] > 10 * tolerance and predicted[-len(predicted) // 4 :].mean() > 10 * tolerance
         assert unstable_steps > 0 or truth[-1] > 10 * tolerance

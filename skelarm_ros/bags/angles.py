@@ -30,6 +30,7 @@ import numpy as np
 from skelarm_ros.bags.efforts import (
     CompareError,
     JointDifference,
+    common_joints,
     joint_differences,
     load_efforts,
     named_rows,
@@ -213,14 +214,12 @@ class AngleComparison:
 
 
 def _columns(hardware: Angles, prediction: Angles) -> tuple[list[str], list[int], list[int]]:
-    joints = [name for name in prediction.joints if name in hardware.joints]
-    if not joints:
-        msg = (
-            f"the hardware run's joint states name {hardware.joints} and the prediction's {prediction.joints}: none "
-            "in common; run the prediction with the arm's joint names (joint_names:=)"
-        )
-        raise CompareError(msg)
-    return joints, [hardware.joints.index(name) for name in joints], [prediction.joints.index(name) for name in joints]
+    none = (
+        f"the hardware run's joint states name {hardware.joints} and the prediction's {prediction.joints}: none "
+        "in common; run the prediction with the arm's joint names (joint_names:=)"
+    )
+    joints, columns_p, columns_h = common_joints(prediction.joints, hardware.joints, none)
+    return joints, columns_h, columns_p
 
 
 def _difference(
@@ -243,12 +242,12 @@ def compare_angles(hardware: Angles, prediction: Angles, *, max_shift: float = M
     The prediction's angles are interpolated (linearly) at the hardware's states' times
     less the shift; the hardware's states before its origin or beyond the prediction's end
     are left out. Shifts from ``-max_shift`` to ``max_shift`` are searched in steps of a
-    quarter of the hardware's period.
+    quarter of the hardware's period (:data:`SHIFT_STEPS`).
 
     Raises
     ------
     CompareError
-        If the sides share no joint, or no hardware state falls within the prediction's span.
+        If the sides share no joint.
     """
     joints, columns_h, columns_p = _columns(hardware, prediction)
     seconds, measured = hardware.seconds, hardware.values[:, columns_h]
@@ -256,22 +255,17 @@ def compare_angles(hardware: Angles, prediction: Angles, *, max_shift: float = M
     keep = seconds >= 0.0
     seconds, measured = seconds[keep], measured[keep]
     period = float(np.median(np.diff(seconds))) if len(seconds) > 1 else 0.0
-    count = math.floor(max_shift / (period / SHIFT_STEPS)) if period > 0.0 and max_shift > 0.0 else 0
-    shifts = np.linspace(-max_shift, max_shift, 2 * count + 1) if count else np.zeros(1)
+    step = period / SHIFT_STEPS
+    count = math.floor(max_shift / step + 1e-9) if step > 0.0 else 0
+    shifts = np.arange(-count, count + 1) * step
 
     def rms(shift: float) -> float:
         rows = _difference(seconds - shift, measured, times, predicted)
         rows = rows[np.isfinite(rows).all(axis=1)]
         return float(np.sqrt(np.mean(np.square(rows)))) if len(rows) else math.inf
 
-    scores = [rms(float(shift)) for shift in shifts]
+    scores = [rms(float(shift)) for shift in shifts]  # at no shift both have their origin's state: finite
     best = float(shifts[int(np.argmin(scores))])
-    if not math.isfinite(min(scores)):
-        msg = (
-            f"no state of the hardware run '{hardware.path}' falls within the prediction '{prediction.path}' "
-            "from where control starts; is it the prediction of this run?"
-        )
-        raise CompareError(msg)
     difference = _difference(seconds - best, measured, times, predicted)
     straight = _difference(seconds, measured, times, predicted)
     inside = np.isfinite(difference).all(axis=1)

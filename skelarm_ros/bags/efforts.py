@@ -467,16 +467,27 @@ class Comparison:
         return "\n".join(lines)
 
 
+def common_joints(first: Sequence[str], second: Sequence[str], none: str) -> tuple[list[str], list[int], list[int]]:
+    """Return the joints both sides name (in the first's order), and their columns on each side.
+
+    Raises
+    ------
+    CompareError
+        With the sentence ``none`` when they name no joint in common.
+    """
+    joints = [name for name in first if name in second]
+    if not joints:
+        raise CompareError(none)
+    return joints, [list(first).index(name) for name in joints], [list(second).index(name) for name in joints]
+
+
 def _columns(recorded: Efforts, shadow: Efforts) -> tuple[list[str], list[int], list[int]]:
     """Return the joints both sides name, and their columns on each side."""
-    joints = [name for name in recorded.joints if name in shadow.joints]
-    if not joints:
-        msg = (
-            f"the recorded {recorded.what} name the joints {recorded.joints} and the shadow's {shadow.joints}: none "
-            "in common; pass --command-joints with the names of the unstamped side"
-        )
-        raise CompareError(msg)
-    return joints, [recorded.joints.index(name) for name in joints], [shadow.joints.index(name) for name in joints]
+    none = (
+        f"the recorded {recorded.what} name the joints {recorded.joints} and the shadow's {shadow.joints}: none "
+        "in common; pass --command-joints with the names of the unstamped side"
+    )
+    return common_joints(recorded.joints, shadow.joints, none)
 
 
 def joint_differences(

@@ -173,7 +173,7 @@ def plot_angles(hardware: Angles, prediction: Angles, comparison: AngleCompariso
     lower.set_ylabel("|hardware - prediction| (rad)")
     lower.grid(True, alpha=0.4)
     figure.suptitle(
-        f"{hardware.path.name} vs prediction {prediction.path.name}: RMS {comparison.rms * 1e3:.3g} mrad "
+        f"{hardware.path.name} (hardware) vs {prediction.path.name} (prediction): RMS {comparison.rms * 1e3:.3g} mrad "
         f"at a shift of {comparison.shift * 1e3:+.1f} ms"
     )
     return figure

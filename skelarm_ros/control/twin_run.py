@@ -21,7 +21,7 @@ This module does not import rclpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -34,8 +34,17 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from skelarm_ros.control.loop import ControlLoop
+    from skelarm_ros.control.loop import ControlOutput
     from skelarm_ros.sim.scenario import ArmSetup
+
+
+class StateControl(Protocol):
+    """What the run asks of its controller: :meth:`skelarm_ros.control.loop.ControlLoop.control`'s answer to a state."""
+
+    def control(
+        self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], stamp_ns: int
+    ) -> ControlOutput:
+        """Answer one published state (joint names, angles, velocities, stamp in ns); raise ``Rejected`` for none."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,7 @@ class TwinRun:
 
 def run_twin(
     arm: ArmSetup,
-    loop: ControlLoop,
+    loop: StateControl,
     duration: float,
     *,
     joint_names: Sequence[str] = (),
@@ -89,8 +98,9 @@ def run_twin(
     ----------
     arm : ArmSetup
         The arm and its driver (:func:`skelarm_ros.sim.scenario.load_arm`): the simulator's scenario.
-    loop : ControlLoop
-        The controller, fresh (no state controlled yet); it is run in place.
+    loop : StateControl
+        The controller, fresh (no state controlled yet): a
+        :class:`~skelarm_ros.control.loop.ControlLoop`, run in place.
     duration : float
         Simulated seconds (the simulator's ``duration``): the run ends at the first tick at or after it.
     joint_names : Sequence[str], optional

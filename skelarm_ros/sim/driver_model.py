@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 _TICK_TOLERANCE = 1e-9  # of a tick: an arrival plus delay this close above a tick acts from it
+_NOISE_BLOCK = 256  # ticks of noise drawn at once: the same numbers as one draw a tick, drawn faster
 
 
 class DriverModel:
@@ -108,6 +109,8 @@ class DriverModel:
     def reset(self) -> None:
         """Go back to the start: no command taken, the torque at zero, the noise from its seed again."""
         self._rng = np.random.default_rng(self.spec.seed)
+        self._noise: list[list[float]] = []
+        self._drawn = 0
         self._pending: deque[tuple[int, NDArray[np.float64]]] = deque()
         self.command = self._zero
         self._torque = self._zero
@@ -173,18 +176,26 @@ class DriverModel:
         effort, in that order, when any noise is set).
         """
         angles, speeds, efforts = q.tolist(), dq.tolist(), effort.tolist()
-        if self._noisy:  # lists, not arrays: a few joints' noise costs less in plain Python
+        if self._noisy:  # plain lists: a few joints' noise costs less so (every list has a value per joint)
             n = self.num_joints
-            z = self._rng.standard_normal(3 * n).tolist()
+            z = self._next_noise()
             sigma = self._sigma
-            angles = [x + s * e for x, s, e in zip(angles, sigma[0], z[:n], strict=True)]
-            speeds = [x + s * e for x, s, e in zip(speeds, sigma[1], z[n : 2 * n], strict=True)]
-            efforts = [x + s * e for x, s, e in zip(efforts, sigma[2], z[2 * n :], strict=True)]
+            angles = [x + s * e for x, s, e in zip(angles, sigma[0], z, strict=False)]
+            speeds = [x + s * e for x, s, e in zip(speeds, sigma[1], z[n:], strict=False)]
+            efforts = [x + s * e for x, s, e in zip(efforts, sigma[2], z[2 * n :], strict=False)]
         if self._quantised:
-            angles = [round(x / step) * step if step else x for x, step in zip(angles, self._encoder, strict=True)]
+            angles = [round(x / step) * step if step else x for x, step in zip(angles, self._encoder, strict=False)]
         if self._biased:
-            efforts = [x + b for x, b in zip(efforts, self._bias, strict=True)]
+            efforts = [x + b for x, b in zip(efforts, self._bias, strict=False)]
         return angles, speeds, efforts
+
+    def _next_noise(self) -> list[float]:
+        """Return the next tick's standard normals (angles', velocities', efforts'), drawn a block at a time."""
+        if self._drawn == len(self._noise):
+            self._noise = self._rng.standard_normal((_NOISE_BLOCK, 3 * self.num_joints)).tolist()
+            self._drawn = 0
+        self._drawn += 1
+        return self._noise[self._drawn - 1]
 
     def describe(self) -> str:
         """Return one phrase on what the driver does, for the simulator's first log line."""
