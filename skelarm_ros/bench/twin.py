@@ -83,7 +83,7 @@ def run(*, quick: bool = False) -> dict[str, float]:
     dict[str, float]
         Steps per second per case (medians of the rounds) and ``<case> ratio`` (twin / sim, median of the rounds).
     """
-    duration, rounds = (2.0, 1) if quick else (10.0, 3)
+    duration, rounds = (2.0, 1) if quick else (10.0, 5)
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="skelarm-ros-bench-twin-") as folder:
         work = Workspace(Path(folder))
