@@ -20,8 +20,9 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   (ros2_control spawns the effort controller after the joint state broadcaster);
 - ``commands_log:=path`` writes, at exit, one line per command received: the wall time
   (s since the first state) and the torques in the arm's joint order;
-- ``delay`` (s): a command acts from the arm's first step at or after its arrival plus the
-  delay (a bus and a current loop), at the arm's own step, not at the driver's ticks;
+- ``delay`` (s): a command acts ``delay`` after the driver's newest state when it arrived
+  (a driver takes commands at its ticks: one arriving after the next tick's state acts a
+  tick later), at the arm's own step; 0: from the next step integrated;
 - ``position_noise`` / ``velocity_noise`` (rad, rad/s), ``encoder_ticks`` (per revolution),
   ``seed``: Gaussian noise on the published angles and velocities, angles quantised to whole
   encoder ticks; ``effort:=true`` publishes the motors' mean torque over each period, with
@@ -148,7 +149,7 @@ class StandInDriver(Node):
             self.arm = MujocoArm(arm, offset, int(self.declare_parameter("arm_seed", 4).value))
         else:
             self.arm = EngineArm(arm, offset)
-        self.pending: deque[tuple[float, np.ndarray]] = deque()  # (arm time it acts from, command)
+        self.pending: deque[tuple[float, np.ndarray]] = deque()  # (the arm's time it acts from, command)
         self.applied = np.zeros(arm.num_joints)
         self.arm_joints = arm_joints
         self.joints = joints
@@ -201,7 +202,7 @@ class StandInDriver(Node):
         if self._first_command is None:
             self._first_command = now
         self.received.append((now, tau.tolist()))
-        self.pending.append((now + self.delay, tau))
+        self.pending.append((self.arm.t + self.delay, tau))  # the arm's time of the newest state, plus the delay
 
     def write_commands(self) -> None:
         """Write the commands received, one line each: wall seconds, then the torques in arm order."""

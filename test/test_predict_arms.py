@@ -3,7 +3,7 @@
 The arm is the four-link reach arm in the vertical plane with its masses 5-10 % off, and
 armature, viscous and Coulomb friction (test/geared_arm.py), simulated by MuJoCo (RK4 at
 0.5 ms). Its driver publishes at 250 Hz with velocity and effort noise, and a command acts
-4 ms after it arrives, at MuJoCo's own steps. As a lab would:
+4 ms after the driver's newest state when it arrives, at MuJoCo's own steps. As a lab would:
 
 1. record an excitation run and ``identify`` the twin (as test_identify_arms.py does);
 2. give the twin a ``[driver]`` table written from the driver's known settings, and predict the
