@@ -47,6 +47,9 @@ VELOCITY_NOISE = 0.02  # rad/s
 EFFORT_NOISE = 0.02  # share of each joint's torque RMS
 FREQUENCIES = [0.1, 0.23, 0.41, 0.67, 1.1]
 HELDOUT_FREQUENCIES = [0.13, 0.31, 0.53, 0.83, 1.3]
+WARNINGS: list[str] = []
+"""MuJoCo's warnings (an arm blowing up), kept here instead of printed and written to MUJOCO_LOG.TXT."""
+mujoco.set_mju_user_warning(WARNINGS.append)
 
 
 def nominal() -> skelarm.Skeleton:

@@ -220,7 +220,7 @@ class StandInDriver(Node):
 
     def _tick(self) -> None:
         elapsed = (self._wall.now().nanoseconds - self._origin_ns) * 1e-9
-        arm, steps, torque = self.arm, 0, np.zeros(len(self.arm_joints))
+        arm, steps, torque = self.arm, 0, 0.0
         start = arm.t
         while arm.t + arm.dt <= elapsed and arm.t - start < MAX_CATCH_UP:
             while self.pending and self.pending[0][0] <= arm.t:  # due: it arrived a delay ago
@@ -233,7 +233,7 @@ class StandInDriver(Node):
             steps += 1
         if steps == 0:  # no new state since the last one: a driver publishes each state once
             return
-        self.applied = torque / steps
+        self.applied = np.zeros(len(self.arm_joints)) + torque / steps  # the motors' mean torque (zero braked)
         if arm.t - start >= MAX_CATCH_UP:  # fell behind: the arm does not replay the gap
             arm.t = elapsed
         if self.gap > 0.0 and self._first_command is not None:
@@ -242,20 +242,23 @@ class StandInDriver(Node):
                 return
         gripper = [0.02] * len(self.gripper), [0.0] * len(self.gripper)
         stamp_ns = self._origin_ns + round(arm.t * 1e9)
-        q = arm.q + self.noise[0] * self.rng.standard_normal(len(self.arm_joints))
+        q, dq = (value + self._noise(sigma) for value, sigma in zip((arm.q, arm.dq), self.noise, strict=True))
         if self.encoder:
             q = np.round(q / self.encoder) * self.encoder
-        dq = arm.dq + self.noise[1] * self.rng.standard_normal(len(self.arm_joints))
         msg = JointState(
             name=self.published,
             position=gripper[0] + q[self._out].tolist(),
             velocity=gripper[1] + dq[self._out].tolist(),
         )
         if self.effort:
-            effort = self.applied + self.effort_noise * self.rng.standard_normal(len(self.arm_joints))
+            effort = self.applied + self._noise(self.effort_noise)
             msg.effort = [0.0] * len(self.gripper) + effort[self._out].tolist()
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
         self.state_pub.publish(msg)
+
+    def _noise(self, sigma: float) -> np.ndarray | float:
+        """Gaussian noise of ``sigma`` per joint; nothing drawn for none."""
+        return sigma * self.rng.standard_normal(len(self.arm_joints)) if sigma else 0.0
 
 
 def main() -> int:
