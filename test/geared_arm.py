@@ -47,6 +47,9 @@ VELOCITY_NOISE = 0.02  # rad/s
 EFFORT_NOISE = 0.02  # share of each joint's torque RMS
 FREQUENCIES = [0.1, 0.23, 0.41, 0.67, 1.1]
 HELDOUT_FREQUENCIES = [0.13, 0.31, 0.53, 0.83, 1.3]
+WARNINGS: list[str] = []
+"""MuJoCo's warnings (an arm blowing up), kept here instead of printed and written to MUJOCO_LOG.TXT."""
+mujoco.set_mju_user_warning(WARNINGS.append)
 
 
 def nominal() -> skelarm.Skeleton:
@@ -54,10 +57,10 @@ def nominal() -> skelarm.Skeleton:
     return load_arm(NOMINAL).skeleton
 
 
-def true_arm(seed: int = 4) -> skelarm.Skeleton:
-    """The real arm: the nominal one with masses 5-10 % off, centres of mass and inertias off."""
+def true_arm(seed: int = 4, base: skelarm.Skeleton | None = None) -> skelarm.Skeleton:
+    """The real arm: the nominal one (or ``base``) with masses 5-10 % off, centres of mass and inertias off."""
     rng = np.random.default_rng(seed)
-    arm = nominal().clone()
+    arm = (nominal() if base is None else base).clone()
     for link in arm.links[1:]:
         prop = link.prop
         prop.m *= 1.0 + float(rng.choice([-1.0, 1.0]) * rng.uniform(0.05, 0.10))
@@ -81,33 +84,52 @@ class Run:
 
 
 class GearedArm:
-    """The MuJoCo arm and its driver."""
+    """The MuJoCo arm and its driver (a tick every ``period``, commands acting ``delay`` after the state)."""
 
-    def __init__(self, arm: skelarm.Skeleton | None = None, drive: JointDrive = TRUE_DRIVE, *, delay: float = DELAY):
+    def __init__(
+        self,
+        arm: skelarm.Skeleton | None = None,
+        drive: JointDrive = TRUE_DRIVE,
+        *,
+        delay: float = DELAY,
+        period: float = PERIOD,
+    ):
         self.arm = arm if arm is not None else true_arm()
         self.drive = drive
         self.delay = delay
+        self.period = period
         self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, drive, GRAVITY))
         self.data = mujoco.MjData(self.model)
-        self.sub = round(PERIOD / SIM_STEP)
+        self.sub = round(period / SIM_STEP)
 
     def reset(self, q0) -> None:
         mujoco.mj_resetData(self.model, self.data)
         self.data.qpos[:] = q0
         mujoco.mj_forward(self.model, self.data)
 
+    @property
+    def t(self) -> float:
+        """MuJoCo's time (s) since the last reset."""
+        return float(self.data.time)
+
+    def step(self, tau) -> np.ndarray:
+        """One MuJoCo step of :data:`SIM_STEP` under the motor command ``tau``; the motors' torque over it."""
+        self.data.ctrl[:] = tau
+        mujoco.mj_step(self.model, self.data)
+        return self.data.actuator_force.copy()
+
     def drive_run(self, control, duration: float, q0, *, rng: np.random.Generator) -> Run:
         """Run ``control(t, q, dq) -> tau`` on the driver for ``duration`` seconds from rest at ``q0``."""
         self.reset(q0)
         n = self.arm.num_joints
-        frames = round(duration / PERIOD) + 1
+        frames = round(duration / self.period) + 1
         lag = round(self.delay / SIM_STEP)
         pending: deque[tuple[int, np.ndarray]] = deque()
         applied = np.zeros(n)
         last = np.zeros(n)
         rows = {key: np.zeros((frames, n)) for key in ("q", "dq", "effort", "command", "true_q")}
         for k in range(frames):
-            t = k * PERIOD
+            t = k * self.period
             q, dq = self.data.qpos.copy(), self.data.qvel.copy()
             rows["true_q"][k] = q
             rows["q"][k] = np.round(q / ENCODER) * ENCODER
@@ -120,19 +142,17 @@ class GearedArm:
             for s in range(self.sub):
                 while pending and pending[0][0] <= k * self.sub + s:
                     applied = pending.popleft()[1]
-                self.data.ctrl[:] = applied
-                mujoco.mj_step(self.model, self.data)
-                total += self.data.actuator_force
+                total += self.step(applied)
             last = total / self.sub
         effort = rows["effort"]
         effort += EFFORT_NOISE * np.sqrt(np.mean(effort**2, axis=0)) * rng.standard_normal(effort.shape)
-        return Run(np.arange(frames) * PERIOD, **rows)
+        return Run(np.arange(frames) * self.period, **rows)
 
     def fall(self, q0, duration: float) -> np.ndarray:
         """Joint angles (rad) every driver period as the arm falls from rest at ``q0`` with no torque."""
         self.reset(q0)
         out = [self.data.qpos.copy()]
-        for _ in range(round(duration / PERIOD)):
+        for _ in range(round(duration / self.period)):
             self.data.ctrl[:] = 0.0
             for _ in range(self.sub):
                 mujoco.mj_step(self.model, self.data)

@@ -18,6 +18,8 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
 - ``position_noise`` (rad), ``velocity_noise`` (rad/s), ``encoder_ticks`` (per revolution)
   and ``seed``: the published positions quantised to whole encoder ticks, then both with
   Gaussian noise (the arm's own state is exact);
+- ``effort:=true`` publishes ``effort``: the motors' torque over the period that ended at the
+  state (zero while braked), with ``effort_noise`` (N*m) of Gaussian noise;
 - ``brake:=true`` holds the arm still at its pose until the first command acts (a robot's
   brakes, released when control starts);
 - ``gripper:=name`` adds a joint that is not the arm's (first in its states, never commanded);
@@ -39,7 +41,10 @@ Inside, the arm is the scenario's robot in one of two engines (``plant``): ``muj
 MuJoCo model of it (``mujoco_arm.py``, RK4 at 0.5 ms, the links' armature and friction as
 MuJoCo's, the joint limits as its stops), an engine that is not the project's; or ``engine``, the project's own
 :class:`skelarm_ros.sim.engine.ArmEngine` at the scenario's ``dt``. Either is stepped to keep
-up with the wall clock (a physical arm does not wait for its driver's timer).
+up with the wall clock (a physical arm does not wait for its driver's timer). With
+``arm_seed`` (0 or more) the MuJoCo arm is not the scenario's but the arm made real from it:
+masses 5-10 % off, centres of mass and inertias off (``geared_arm.true_arm``), and a
+four-link arm gets the geared drives' armature and friction (``geared_arm.TRUE_DRIVE``).
 
 ``python test/standin_driver.py --ros-args -r __ns:=/arm1 -p arm_joints:="[shoulder, elbow]"
 -p joints:="[elbow, shoulder]"``
@@ -89,10 +94,16 @@ class EnginePlant:
 
 
 class MujocoPlant(MujocoArm):
-    """The MuJoCo model of the scenario's arm as the driver's arm."""
+    """The MuJoCo model of the scenario's arm (or, with ``seed`` 0 or more, of the arm made real from it)."""
 
-    def __init__(self, arm) -> None:
-        super().__init__(arm.skeleton, arm.drive, tuple(arm.grav_vec), stops=arm.enforce_limits)
+    def __init__(self, arm, seed: int = -1) -> None:
+        skeleton, drive = arm.skeleton, arm.drive
+        if seed >= 0:
+            from geared_arm import TRUE_DRIVE, true_arm
+
+            skeleton = true_arm(seed, arm.skeleton)
+            drive = TRUE_DRIVE if arm.num_joints == TRUE_DRIVE.num_joints else drive
+        super().__init__(skeleton, drive, tuple(arm.grav_vec), stops=arm.enforce_limits)
         self.step_size = self.model.opt.timestep
 
 
@@ -116,11 +127,13 @@ class StandInDriver(Node):
         self.encoder = 2.0 * math.pi / ticks if ticks > 0 else 0.0
         self.rng = np.random.default_rng(int(value("seed", 0)))
         self.brake = bool(value("brake", False))
+        self.effort, self.effort_noise = bool(value("effort", False)), float(value("effort_noise", 0.0))
         # best_effort: sensor-data QoS, as many real arms' drivers and simulators' bridges publish
         reliable = value("reliability", "reliable") == "reliable"
         arm = load_arm(value("scenario", "") or None)
         assert len(arm_joints) == arm.num_joints and sorted(joints) == sorted(arm_joints)
-        self.plant = MujocoPlant(arm) if value("plant", "engine") == "mujoco" else EnginePlant(arm)
+        mujoco = value("plant", "engine") == "mujoco"
+        self.plant = MujocoPlant(arm, int(value("arm_seed", -1))) if mujoco else EnginePlant(arm)
         self.pose = arm.skeleton.q + offset if len(offset) else arm.skeleton.q.copy()
         self.arm_joints, self.joints = arm_joints, joints
         self.gripper = [gripper] if gripper else []
@@ -216,6 +229,7 @@ class StandInDriver(Node):
 
     def _tick(self) -> None:
         now = self._now()
+        applied = self.tau if self.released else np.zeros_like(self.tau)  # over the period ending now
         if self.released:  # the arm moves under the torque that acted since the last tick
             steps = int(min(now - self.plant_t, MAX_CATCH_UP) / self.plant.step_size)
             self.plant.step(self.tau, steps)
@@ -239,6 +253,9 @@ class StandInDriver(Node):
             position=gripper[0] + seen_q[self._out].tolist(),
             velocity=gripper[1] + seen_dq[self._out].tolist(),
         )
+        if self.effort:
+            seen_effort = applied + self.effort_noise * self.rng.standard_normal(applied.size)
+            msg.effort = [0.0] * len(self.gripper) + seen_effort[self._out].tolist()
         stamp_ns = self._origin_ns + round(now * 1e9)
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
         self.state_pub.publish(msg)

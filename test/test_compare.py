@@ -206,3 +206,87 @@ def test_measured_effort_that_says_nothing_is_refused_in_one_sentence(tmp_path, 
         assert words in err and err.count("\n") == 1, err
     assert main([str(shadow), str(write_bag(tmp_path / "z2", zero)), "-o", str(tmp_path / "x.png")]) == 1
     assert "no joint_commands or effort_controller/commands topic" in capsys.readouterr().err
+
+
+# -- compare --angles: a hardware run beside its prediction ------------------------------------------------
+
+
+def reach(t):
+    """Two joints' angles of a smooth reach (rad) at times ``t`` (s)."""
+    t = np.atleast_1d(np.asarray(t, dtype=float))
+    return np.stack([0.5 * (1.0 - np.cos(np.pi * np.clip(t, 0.0, 1.0))), 0.2 * np.sin(3.0 * t)], axis=1)
+
+
+def run_bag(path, *, period_ms=4, frames=400, lead=0, delay_ms=0.0, offset=0.0, names=("j1", "j2"), origin=0):
+    """A run's bag: states every ``period_ms`` (the first ``lead`` before control starts, held still), and
+    the commands from the first controlled state on (unstamped, as a driver's effort controller takes them);
+    its angles follow :func:`reach` ``delay_ms`` late, ``offset`` rad off."""
+    messages = []
+    for k in range(frames):
+        ns = origin + k * period_ms * MS
+        t = (k - lead) * period_ms * 1e-3 - delay_ms * 1e-3
+        q = reach(max(t, 0.0) if k >= lead else 0.0)[0] + offset
+        messages.append(("/joint_states", START + ns, joint_state(ns, names, tuple(q), (0.0, 0.0))))
+        if k >= lead:
+            messages.append(("/effort_controller/commands", START + ns + 300_000, float_array([0.1, 0.2])))
+    return write_bag(path, messages)
+
+
+def test_angles_are_timed_from_where_control_starts_and_the_best_shift_is_found(tmp_path):
+    from skelarm_ros.bags.angles import compare_angles, load_angles
+
+    hardware = load_angles(run_bag(tmp_path / "hw", lead=50, delay_ms=12.0, origin=7 * 10**15))
+    prediction = load_angles(run_bag(tmp_path / "twin", period_ms=2, frames=700))
+    assert hardware.commanded and hardware.origin == 7 * 10**15 + 200 * MS
+    comparison = compare_angles(hardware, prediction)
+    assert comparison.shift == pytest.approx(0.012, abs=1e-9)
+    assert comparison.rms < 1e-4  # the interpolation's error only
+    assert all(joint.rms > 5e-3 for joint in comparison.unshifted)
+    text = comparison.text()
+    assert "the best time shift is +12.0 ms (the hardware behind the prediction)" in text
+    assert comparison.span == pytest.approx(1.398)
+
+
+def test_angles_per_joint_rms_and_a_side_without_commands_starts_at_its_first_state(tmp_path):
+    from skelarm_ros.bags.angles import compare_angles, load_angles
+
+    messages = [
+        ("/joint_states", START + k * 4 * MS, joint_state(k * 4 * MS, ("j2", "j1"), tuple(reach(k * 0.004)[0][::-1])))
+        for k in range(300)
+    ]
+    hardware = load_angles(write_bag(tmp_path / "hw", messages))
+    assert not hardware.commanded and hardware.origin == 0
+    prediction = load_angles(run_bag(tmp_path / "twin", offset=0.01, frames=200))
+    comparison = compare_angles(hardware, prediction, max_shift=0.0)
+    assert comparison.shift == 0.0
+    assert [joint.rms for joint in comparison.joints] == pytest.approx([0.01, 0.01])
+    assert len(comparison.seconds) == 200  # the hardware's states within the prediction's span
+
+
+def test_compare_angles_prints_the_table_and_plots(tmp_path, capsys):
+    hardware = run_bag(tmp_path / "hw", lead=10, delay_ms=4.0)
+    prediction = run_bag(tmp_path / "twin", period_ms=2, frames=700)
+    image = tmp_path / "angles.png"
+    assert main(["--angles", str(hardware), str(prediction), "-o", str(image)]) == 0
+    out = capsys.readouterr().out
+    assert "hardware:   " in out and "time from the state its first command answers" in out
+    assert "the best time shift is +4.0 ms" in out
+    assert "RMS mrad" in out and "RMS unshifted" in out
+    assert image.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    ("names", "max_lag", "words"),
+    [
+        (("a", "b"), "0.25", "none in common; run the prediction with the arm's joint names (joint_names:=)"),
+        (("j1", "j2"), "-1", "--max-lag must be zero or a positive number of seconds, got -1.0"),
+    ],
+)
+def test_compare_angles_refuses_bad_input_in_one_sentence(tmp_path, capsys, names, max_lag, words):
+    hardware = run_bag(tmp_path / "hw")
+    prediction = run_bag(tmp_path / "twin", names=names)
+    image = tmp_path / "angles.png"
+    assert main(["--angles", str(hardware), str(prediction), "-o", str(image), "--max-lag", max_lag]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("skelarm-ros compare: error: ") and words in err[0]
+    assert not image.exists()

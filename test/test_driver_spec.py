@@ -147,3 +147,13 @@ def test_joint_limits_of_values_are_checked():
     with pytest.raises(ValueError, match="effort_limit must be a positive number"):
         JointLimits.of(2, effort=[1.0, 0.0])
     assert DriverSpec.ideal(3).table() == {}
+
+
+def test_the_docs_table_of_driver_names_every_key():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    table = page.split("## `[driver]`")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    named = {name.strip(" `") for row in rows for name in row.split("|")[1].split(",")}
+    assert named == set(KEY_NAMES)

@@ -36,6 +36,7 @@ ARGUMENT_SETS = [
     {"scenario": "reach_four_dof_robot", "record": "/tmp/reach_bag", "mode": "lockstep"},
     {"hardware": "none", "joint_names": "shoulder,elbow", "command_joints": "elbow,shoulder", "rviz": "true"},
     {"compose": "true", "mode": "lockstep", "namespace": "arm1", "record": "/tmp/reach_bag"},
+    {"hardware": "twin", "mode": "lockstep", "duration": "2", "record": "/tmp/reach_bag"},
 ]
 
 
@@ -111,6 +112,45 @@ def test_hardware_none_leaves_the_simulator_out():
     specs = describe({"hardware": "none"})
     assert [spec.executable for spec in specs] == ["controller"]
     assert specs[0].parameters["command_interface"] == "commands"
+
+
+BASE = ("scenario", "command_interface", "reliable_states", "thread_priority", "use_sim_time")  # every controller's
+
+
+@pytest.mark.parametrize("mode", ["realtime", "lockstep"])
+@pytest.mark.parametrize("extra", [{}, {"record": "/tmp/twin_bag"}, {"compose": "true"}])
+def test_hardware_twin_is_the_simulated_graph_with_the_controller_as_on_a_live_arm(mode, extra):
+    """Whatever hardware:=none sets on the controller, hardware:=twin sets too (but the wall clock's in lockstep)."""
+    duration = {"duration": "2"} if mode == "lockstep" else {}
+    sim = by_executable({"mode": mode, **duration, **extra})
+    twin = by_executable({"hardware": "twin", "mode": mode, **duration, **extra})
+    live = {
+        name: value
+        for name, value in by_executable({"hardware": "none"})["controller"].parameters.items()
+        if name not in BASE
+    }
+    assert live["soft_start"] == 1.0
+    if mode == "lockstep":  # no state goes stale while the simulator waits for each command
+        live.pop("state_timeout", None)
+    assert list(twin) == list(sim)
+    simulator = "composed" if extra.get("compose") else "simulator"
+    assert sim[simulator].parameters["driver"] is False
+    if extra.get("compose"):  # one process, both nodes' parameters
+        assert twin["composed"].parameters == {**sim["composed"].parameters, **live, "driver": True}
+    else:
+        assert twin["controller"].parameters == {**sim["controller"].parameters, **live}
+        assert twin["simulator"].parameters == {**sim["simulator"].parameters, "driver": True}
+
+
+def test_hardware_twin_is_refused_with_a_replay_and_for_a_servo_driver(tmp_path):
+    with pytest.raises(GraphError, match="replay plays a recorded run in place of the simulator, so hardware:=twin"):
+        describe({"hardware": "twin", "replay": str(tmp_path)})
+    servo = tmp_path / "servo.toml"
+    text = bundled_scenarios()["reach"].read_text()
+    servo.write_text(text + '\n[driver]\ninterface = "position"\nservo_kp = 20.0\n')
+    with pytest.raises(GraphError, match="hardware:=twin stands in for effort drivers only"):
+        describe({"hardware": "twin", "scenario": str(servo)})
+    assert by_executable({"scenario": str(servo)})["simulator"].parameters["driver"] is False
 
 
 def test_rviz_robot_description_matches_the_scenario_and_is_set_aside_beside_the_simulator():
@@ -222,7 +262,7 @@ def test_use_sim_time_reaches_every_node():
     [
         ({"mod": "lockstep"}, "unknown launch argument 'mod'; the arguments are scenario, mode, duration"),
         ({"mode": "fast"}, "mode 'fast' is not one of realtime, lockstep"),
-        ({"hardware": "real"}, "hardware 'real' is not one of sim, none"),
+        ({"hardware": "real"}, "hardware 'real' is not one of sim, none, twin"),
         ({"controller": "yes"}, "controller 'yes' is not one of true, false"),
         ({"duration": "-1"}, "duration must be zero or a positive number (s), got '-1'"),
         ({"duration": "nan"}, "duration must be zero or a positive number (s), got 'nan'"),

@@ -26,7 +26,7 @@ from skelarm_ros.nodes import simulator
 from skelarm_ros.nodes.simulator import SimulatorNode, main
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import ScenarioError, load_arm, resolve_scenario
-from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, WRENCH
+from skelarm_ros.sim.simulation import COMMAND, STALE_COMMAND, WRENCH, Simulation
 
 pytestmark = pytest.mark.ros
 
@@ -363,6 +363,55 @@ def test_lockstep_steps_on_the_command_stamped_with_the_state(context: rclpy.Con
         assert len(out.states) == 6
         assert list(out.states[-1].position) == engine.q.tolist()
         assert list(out.states[-1].effort) == [-4.0, 0.5]
+    finally:
+        node.destroy_node()
+
+
+DRIVER = "rate = 250\ncommand_delay = 0.004\nencoder_ticks = 4096\nvelocity_noise = 0.01\nseed = 4\n"
+
+
+def driven(tmp_path: Path, table: str = DRIVER) -> Path:
+    """The bundled reach with a [driver] table: 250 Hz (two 2 ms steps a tick), commands a tick late, noise."""
+    path = tmp_path / "twin.toml"
+    path.write_text(resolve_scenario("reach").read_text() + "\n[driver]\n" + table)
+    return path
+
+
+def test_lockstep_as_the_arms_driver_publishes_its_ticks_and_steps_the_arm_between(
+    context: rclpy.Context, tmp_path: Path
+) -> None:
+    path = driven(tmp_path)
+    node, out = lockstep(context, scenario=str(path), driver=True, duration=0.02)
+    try:
+        node.begin()
+        expected = Simulation(load_arm(path), driver=True)
+        for k in range(5):
+            state = out.states[-1]
+            stamp = state.header.stamp.sec * 1_000_000_000 + state.header.stamp.nanosec
+            assert stamp == 4_000_000 * k  # one state a tick
+            published = expected.published_state()
+            assert (list(state.position), list(state.velocity), list(state.effort)) == published
+            tau = [0.5 * k, -1.0]
+            node.on_joint_command(*fields(["j1", "j2"], tau, stamp))
+            expected.advance(np.array(tau))
+        assert node.finished.done() and node.finished.result() == 0
+        assert len(out.states) == 6 and node.sim.steps == 10
+        assert list(out.states[-1].effort) == [1.5, -1.0]  # the command of the tick before: one tick late
+    finally:
+        node.destroy_node()
+
+
+def test_realtime_as_the_arms_driver_steps_a_tick_a_beat(context: rclpy.Context, tmp_path: Path) -> None:
+    node, out = recorded(context, scenario=str(driven(tmp_path)), driver=True)
+    try:
+        assert node.beat.period == pytest.approx(0.004)
+        node.watch()
+        node.on_commands(command([2.0, 1.0]))  # acts from the next tick (the delay)
+        node.tick()
+        node.tick()
+        assert [state.header.stamp.nanosec for state in out.states] == [0, 4_000_000, 8_000_000]
+        assert [list(state.effort) for state in out.states] == [[0.0, 0.0], [0.0, 0.0], [2.0, 1.0]]
+        assert node.sim.steps == 4
     finally:
         node.destroy_node()
 

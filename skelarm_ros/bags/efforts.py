@@ -144,16 +144,25 @@ def _command_topic(bag: Bag) -> str | None:
     return None
 
 
-def _state_topic(bag: Bag) -> str:
-    """Return the bag's joint-state topic, for its measured effort: the only one (one named ``joint_states`` wins)."""
+def state_topics(bag: Bag) -> list[str]:
+    """Return the bag's joint-state topics: the JointState topics with messages that are no controller's channel.
+
+    One named ``joint_states`` comes alone: it is the arm's.
+    """
     candidates = [
         name
         for name, summary in bag.topics.items()
         if summary.msgtype == JOINT_STATE_TYPE and summary.count and channel_of(name) is None
     ]
     named = [name for name in candidates if name.rsplit("/", 1)[-1] == JOINT_STATES]
-    if len(named) == 1 or len(candidates) == 1:
-        return (named or candidates)[0]
+    return named if len(named) == 1 else candidates
+
+
+def _state_topic(bag: Bag) -> str:
+    """Return the bag's joint-state topic, for its measured effort: the only one (one named ``joint_states`` wins)."""
+    candidates = state_topics(bag)
+    if len(candidates) == 1:
+        return candidates[0]
     if not candidates:
         msg = (
             f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic and no joint states, so nothing "
@@ -176,22 +185,53 @@ def _check_fields(bag: Bag, topic: str, paths: Sequence[str]) -> None:
         raise CompareError(msg)
 
 
-def _by_name(bag: Bag, topic: str, joints: Sequence[str], *, measured: bool) -> Efforts:
-    """Efforts of JointState messages by name, at their stamps: commands, or a driver's measured effort."""
-    _check_fields(bag, topic, (*STAMP_FIELDS, "name", "effort"))
+def named_rows(
+    bag: Bag, topic: str, joints: Sequence[str], field: str
+) -> tuple[list[str], NDArray[np.int64], NDArray[np.float64]]:
+    """Read one field of JointState messages by joint name, at their stamps, each stamp once (the last logged).
+
+    Parameters
+    ----------
+    bag : Bag
+        The open bag.
+    topic : str
+        A JointState topic.
+    joints : Sequence[str]
+        The columns: joint names (NaN where a message has none); empty for the first message's names.
+    field : str
+        ``position``, ``velocity`` or ``effort``.
+
+    Returns
+    -------
+    tuple[list[str], NDArray[np.int64], NDArray[np.float64]]
+        The joint names, the stamps (ns, increasing) and the values ``(stamps, joints)``.
+
+    Raises
+    ------
+    CompareError
+        If the topic's stored definition lacks the fields.
+    """
+    _check_fields(bag, topic, (*STAMP_FIELDS, "name", field))
     names = list(joints)
     stamps: list[int] = []
     rows: list[NDArray[np.float64]] = []
     for _, _, _, message in bag.messages([topic]):
+        values = getattr(message, field)
         if not names:
-            names = list(message.name) or default_joint_names(len(message.effort))
-        carried = list(message.name) or default_joint_names(len(message.effort))
-        efforts = dict(zip(carried, np.asarray(message.effort, dtype=np.float64), strict=False))
-        rows.append(np.array([efforts.get(name, np.nan) for name in names], dtype=np.float64))
+            names = list(message.name) or default_joint_names(len(values))
+        carried = list(message.name) or default_joint_names(len(values))
+        by_name = dict(zip(carried, np.asarray(values, dtype=np.float64), strict=False))
+        rows.append(np.array([by_name.get(name, np.nan) for name in names], dtype=np.float64))
         stamp = message.header.stamp
         stamps.append(stamp_to_nanoseconds(stamp.sec, stamp.nanosec))
     stamp_array, values = _unique(stamps, rows, len(names))
-    return Efforts(bag.path, topic, names, stamp_array, values, measured=measured)
+    return names, stamp_array, values
+
+
+def _by_name(bag: Bag, topic: str, joints: Sequence[str], *, measured: bool) -> Efforts:
+    """Efforts of JointState messages by name, at their stamps: commands, or a driver's measured effort."""
+    names, stamps, values = named_rows(bag, topic, joints, "effort")
+    return Efforts(bag.path, topic, names, stamps, values, measured=measured)
 
 
 def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Efforts:
@@ -427,19 +467,33 @@ class Comparison:
         return "\n".join(lines)
 
 
+def common_joints(first: Sequence[str], second: Sequence[str], none: str) -> tuple[list[str], list[int], list[int]]:
+    """Return the joints both sides name (in the first's order), and their columns on each side.
+
+    Raises
+    ------
+    CompareError
+        With the sentence ``none`` when they name no joint in common.
+    """
+    joints = [name for name in first if name in second]
+    if not joints:
+        raise CompareError(none)
+    return joints, [list(first).index(name) for name in joints], [list(second).index(name) for name in joints]
+
+
 def _columns(recorded: Efforts, shadow: Efforts) -> tuple[list[str], list[int], list[int]]:
     """Return the joints both sides name, and their columns on each side."""
-    joints = [name for name in recorded.joints if name in shadow.joints]
-    if not joints:
-        msg = (
-            f"the recorded {recorded.what} name the joints {recorded.joints} and the shadow's {shadow.joints}: none "
-            "in common; pass --command-joints with the names of the unstamped side"
-        )
-        raise CompareError(msg)
-    return joints, [recorded.joints.index(name) for name in joints], [shadow.joints.index(name) for name in joints]
+    none = (
+        f"the recorded {recorded.what} name the joints {recorded.joints} and the shadow's {shadow.joints}: none "
+        "in common; pass --command-joints with the names of the unstamped side"
+    )
+    return common_joints(recorded.joints, shadow.joints, none)
 
 
-def _per_joint(joints: Sequence[str], difference: NDArray[np.float64], seconds: NDArray[Any]) -> list[JointDifference]:
+def joint_differences(
+    joints: Sequence[str], difference: NDArray[np.float64], seconds: NDArray[Any]
+) -> list[JointDifference]:
+    """Return each joint's RMS and largest difference (NaN rows left out), and when the largest happened."""
     out = []
     for k, name in enumerate(joints):
         column = np.abs(difference[:, k])
@@ -474,7 +528,7 @@ def compare_commands(recorded: Efforts, shadow: Efforts) -> Comparison:
     difference = shadow.values[right][:, columns_s] - recorded.values[left][:, columns_r]
     seconds = (stamps - stamps[0]) / NANOSECONDS
     return Comparison(
-        _per_joint(joints, difference, seconds),
+        joint_differences(joints, difference, seconds),
         stamps,
         difference,
         len(recorded.stamps) - len(stamps),
@@ -551,7 +605,7 @@ def compare_measured(measured: Efforts, shadow: Efforts, *, max_lag: float = MAX
     lag = Lag(CONVENTION_LAG, int(np.argmin(rms)), rms, period)
     unanswered = len(states) - len(np.unique(index))
     return Comparison(
-        _per_joint(joints, difference, seconds),
+        joint_differences(joints, difference, seconds),
         stamps,
         difference,
         unanswered,

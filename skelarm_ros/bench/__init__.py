@@ -33,6 +33,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "skelarm_ros.bench.loop:run",
         "simulator + controller processes: lockstep steps/s vs a ping-pong floor, realtime on-time share",
     ),
+    "twin": (
+        "skelarm_ros.bench.twin:run",
+        "lockstep hardware:=twin (the simulator playing the arm's driver) vs hardware:=sim, graph and in-process",
+    ),
     "hosts": (
         "skelarm_ros.bench.hosts:run",
         "lockstep with simulator and controller on two hosts (network namespaces, veth, UDP) vs one host",

@@ -142,7 +142,9 @@ class NodeSpec:
 
 
 BOOLEAN = ("true", "false")
-HARDWARE = ("sim", "none")
+HARDWARE = ("sim", "none", "twin")
+LIVE_ARM = ("none", "twin")  # the controller drives a real arm's driver, or the simulator standing in for it
+WALL_CLOCK = (CONTROLLER.state_timeout,)  # live-arm settings that need a wall clock: left out in lockstep
 RECORD_STORAGES = ("sqlite3", "mcap")
 
 ARGUMENTS: dict[str, LaunchArgument] = {
@@ -173,7 +175,8 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "hardware",
             "sim",
             "sim starts the simulator; none leaves it out for a real arm's driver "
-            "that publishes joint_states and takes the effort commands",
+            "that publishes joint_states and takes the effort commands; twin starts the simulator as that driver "
+            "(the scenario's [driver] table) and the controller as on the real arm, to predict its run",
             HARDWARE,
         ),
         LaunchArgument("controller", "true", "start the controller of the scenario's [controller] table", BOOLEAN),
@@ -181,7 +184,8 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "compose",
             "false",
             "run the simulator and the controller in one process, the controller stepped by each simulator step "
-            "with no transport between them (same topics for readers); needs hardware:=sim and controller:=true",
+            "with no transport between them (same topics for readers); needs hardware:=sim or twin and "
+            "controller:=true",
             BOOLEAN,
         ),
         LaunchArgument(
@@ -360,6 +364,7 @@ class _Graph:
     scenario: str
     namespace: str
     simulate: bool
+    hardware: str
     lockstep: bool
     duration: float
     controller: bool
@@ -372,6 +377,11 @@ class _Graph:
     use_sim_time: bool
     shadow: ShadowPlan | None = None  # what a shadow run replays (replay:=), or None
     replay: str = ""  # the bag a shadow run replays
+
+    @property
+    def live_arm(self) -> bool:
+        """Whether the controller runs as on a real arm: on its driver (``none``) or on the twin (``twin``)."""
+        return self.hardware in LIVE_ARM and not self.shadow
 
     @property
     def command_interface(self) -> str:
@@ -399,25 +409,31 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     """Check every launch argument (one sentence per problem) and load the scenario."""
     values = resolve_arguments(arguments)
     replay = _check_replay(values)
-    simulate = values["hardware"] == "sim" and not replay
+    simulate = values["hardware"] != "none" and not replay
     lockstep = values["mode"] == LOCKSTEP
     duration = _checked(check_non_negative, "duration", values["duration"])
     if not simulate and lockstep:
-        msg = "mode 'lockstep' needs hardware:=sim; a real arm's driver runs in realtime"
+        msg = "mode 'lockstep' needs hardware:=sim or twin; a real arm's driver runs in realtime"
         raise GraphError(msg)
     if not simulate and duration > 0.0:
-        msg = "duration needs hardware:=sim; without the simulator nothing ends the run (stop it with Ctrl-C)"
+        msg = "duration needs hardware:=sim or twin; without the simulator nothing ends the run (stop it with Ctrl-C)"
         raise GraphError(msg)
     try:
         scenario = resolve_scenario(values["scenario"])
         arm = load_arm(scenario)
     except ValueError as error:
         raise GraphError(str(error)) from None
+    if values["hardware"] == "twin" and arm.driver is not None and arm.driver.servo:
+        msg = (
+            f"scenario '{scenario}' has [driver].interface = \"{arm.driver.interface}\": hardware:=twin stands in for "
+            'effort drivers only (interface = "effort")'
+        )
+        raise GraphError(msg)
     controller = _flag(values, "controller")
     compose = _flag(values, "compose")
     if compose and not (simulate and controller):
         msg = (
-            "compose:=true runs the simulator and its controller in one process, so it needs hardware:=sim and "
+            "compose:=true runs the simulator and its controller in one process, so it needs hardware:=sim or twin and "
             "controller:=true (and no replay); beside a real driver run the controller alone"
         )
         raise GraphError(msg)
@@ -445,6 +461,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         scenario=str(scenario.resolve()),
         namespace=normalize_namespace(values["namespace"]),
         simulate=simulate,
+        hardware=values["hardware"],
         lockstep=lockstep,
         duration=duration,
         controller=controller,
@@ -525,6 +542,7 @@ def _simulator(graph: _Graph) -> NodeSpec:
         SIMULATOR.min_subscribers: readers,
         SIMULATOR.wait_for_controller: graph.controller,
         SIMULATOR.thread_priority: graph.priority,
+        SIMULATOR.driver: graph.hardware == "twin",  # it stands in for the arm's driver
     }
     # The recorder's tip reader too; with every reader counted, step 0 needs no time for uncounted ones to come.
     parameters[SIMULATOR.min_tip_subscribers] = int(bool(graph.record))
@@ -561,14 +579,29 @@ def _controller(graph: _Graph) -> NodeSpec:
         parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
         parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
         parameters[CONTROLLER.zero_on_stop] = False
-    else:  # a real arm's driver holds the last command: the arm held from the start, guarded to the end
-        parameters[CONTROLLER.live_arm] = True
-        parameters[CONTROLLER.soft_start] = HARDWARE_SOFT_START
+    if graph.live_arm:  # on a real arm's driver, or on the simulator standing in for it: the same settings
+        parameters.update(_live_arm_settings(graph))
     if recorded and (graph.simulate or graph.shadow):  # the recorder by name as well as counted
         parameters[CONTROLLER.recorder_node] = RECORDER_NODE
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
+
+
+def _live_arm_settings(graph: _Graph) -> dict[str, ParameterValue]:
+    """Return the controller's settings for a live arm: ``hardware:=none`` and ``hardware:=twin`` alike.
+
+    The twin's prediction holds only if the controller runs there as it runs on the arm, so
+    both take them from here; in lockstep those that need a wall clock (:data:`WALL_CLOCK`)
+    are left out (the simulator waits for each command: no state goes stale).
+    """
+    settings: dict[str, ParameterValue] = {
+        CONTROLLER.live_arm: True,  # the arm held from the start, guarded to the end
+        CONTROLLER.soft_start: HARDWARE_SOFT_START,  # a driver holds the last command: no kick at the start
+    }
+    if graph.lockstep:
+        return {name: value for name, value in settings.items() if name not in WALL_CLOCK}
+    return settings
 
 
 def _composed(graph: _Graph) -> NodeSpec:
@@ -616,6 +649,8 @@ def _check_replay(values: Mapping[str, str]) -> str:
         clashing.append(f"duration:={values['duration']}")
     if values["force_source"]:
         clashing.append(f"force_source:={values['force_source']}")
+    if values["hardware"] == "twin":
+        clashing.append("hardware:=twin")
     if clashing:
         msg = (
             f"replay plays a recorded run in place of the simulator, so {', '.join(clashing)} does not apply; "

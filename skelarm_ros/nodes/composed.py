@@ -147,8 +147,8 @@ class ComposedSimulator(SimulatorNode):
         super().publish_state()
         self._state_out = time.monotonic()  # the step's lateness ends here, before the controller's part
         sec, nanosec = self.sim.stamp()
-        engine = self.sim.engine
-        output = self.controller.answer(self.sim.joint_names, engine.q_list, engine.dq_list, sec, nanosec)
+        positions, velocities, _ = self.sim.published_state()
+        output = self.controller.answer(self.sim.joint_names, positions, velocities, sec, nanosec)
         tau = None if output is None else self._command(output)
         if tau is None:
             self._controller_failed()

@@ -116,6 +116,7 @@ class SimulatorNode(KitNode):
             dt=params.dt,
             effort_limits=params.effort_limits,
             wrench_tolerance=params.wrench_tolerance,
+            driver=params.driver,
         )
         self.lockstep = params.mode == LOCKSTEP
         self.wait_for_wrench = params.wait_for_wrench
@@ -132,7 +133,7 @@ class SimulatorNode(KitNode):
             or bool(self.min_subscribers or params.min_tip_subscribers or self.recorder_node),
             settle=params.start_settle,
             answered=self.sim.answered,
-            tick_period=self.sim.dt / params.real_time_factor,
+            tick_period=self.sim.tick_period / params.real_time_factor,
         )
         self.pairing = LockstepPairing(self.wait_for_wrench, self.sim.rejected)
         self.thread_priority = params.thread_priority
@@ -149,9 +150,10 @@ class SimulatorNode(KitNode):
             for kind in (COMMAND, WRENCH, STALE_COMMAND, STALE_WRENCH)
         }
         self._wire(params, arm)
+        driver = self.sim.driver
         self.get_logger().info(
             f"simulating {joints} joints {self.sim.joint_names} from '{arm.path}' at dt={self.sim.dt} s "
-            f"in {params.mode} mode"
+            f"in {params.mode} mode" + ("" if driver is None else f"; as the arm's driver: {driver.describe()}")
         )
 
     def _wire(self, params: SimulatorParams, arm: Any) -> None:
@@ -192,7 +194,7 @@ class SimulatorNode(KitNode):
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
         if not self.lockstep:  # the spin keeps the steps' deadlines in its own thread (run_node)
-            self.beat = Beat(self.sim.dt / params.real_time_factor, self.tick)
+            self.beat = Beat(self.sim.tick_period / params.real_time_factor, self.tick)
 
     def _apply_parameters(self, params: SimulatorParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -313,13 +315,10 @@ class SimulatorNode(KitNode):
     def publish_state(self) -> None:
         """Publish ``/clock`` and ``tip`` (only while read: they are volatile) and ``joint_states`` (as bytes)."""
         sec, nanosec = self.sim.stamp()
-        engine = self.sim.engine
         if self.clock_pub is not None and self.clock_pub.get_subscription_count():
             self._clock_msg.clock.sec, self._clock_msg.clock.nanosec = sec, nanosec
             self.clock_pub.publish(self._clock_msg)
-        self.state_pub.publish(
-            self._state_writer.pack(sec, nanosec, engine.q_list, engine.dq_list, self.sim.effort.tolist())
-        )
+        self.state_pub.publish(self._state_writer.pack(sec, nanosec, *self.sim.published_state()))
         if self.tip_pub.get_subscription_count():
             x, y = self.sim.tip().tolist()
             tip = self._tip_msg
@@ -336,9 +335,9 @@ class SimulatorNode(KitNode):
             self.run.awaiting(self.now())
         self.publish_state()
 
-    def _advance(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> None:
-        """Step once; publish the next state unless the run ended (then publish the last one)."""
-        if not self.sim.advance(tau, force):
+    def _advance(self, tau: NDArray[np.float64] | None, force: Any = None, live: bool = True) -> None:
+        """Step to the next published state; publish it unless the run ended (then publish the last one)."""
+        if not self.sim.advance(tau, force, live=live):
             say(self, self.run.halted(self.sim.halted))
             return
         said = self.run.stepped(self.now(), self.sim.steps, self.sim.t)
@@ -355,7 +354,7 @@ class SimulatorNode(KitNode):
             return
         live, said = self.run.command_live(self.now())
         say(self, said)
-        self._advance(self.sim.held_command(live))
+        self._advance(None, live=live)
 
     def _try_step(self) -> None:
         """Lockstep: step when the awaited command (and wrench) are there."""

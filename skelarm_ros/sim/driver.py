@@ -78,6 +78,7 @@ KEYS: tuple[DriverKey, ...] = (
     DriverKey("profile_acceleration", "rad/s^2", True, "and changes its speed at most this fast; default no limit"),
 )
 KEY_NAMES = tuple(key.name for key in KEYS)
+_WHOLE_STEPS = 1e-9  # relative tolerance of a tick period that is a whole number of integration steps
 _SERVO_KEYS = ("servo_kp", "servo_kd", "servo_kv", "profile_velocity", "profile_acceleration")
 
 
@@ -166,6 +167,29 @@ class DriverSpec:
     def period(self, dt: float) -> float:
         """Return the seconds between two ticks: ``1 / rate``, or the integration step ``dt`` without a rate."""
         return dt if self.rate is None else 1.0 / self.rate
+
+    def steps_per_tick(self, dt: float) -> int:
+        """Return the integration steps of ``dt`` between two ticks: 1 without a rate.
+
+        Raises
+        ------
+        ValueError
+            If the period ``1 / rate`` is not a whole number of steps of ``dt`` (one sentence with the fix).
+        """
+        if self.rate is None:
+            return 1
+        steps = 1.0 / (self.rate * dt)
+        whole = round(steps)
+        if whole < 1 or abs(steps - whole) > _WHOLE_STEPS * whole:
+            rates = sorted({round(1.0 / (k * dt), 3) for k in range(1, 5)}, reverse=True)
+            shown = ", ".join(f"{rate:g}" for rate in rates)
+            msg = (
+                f"[driver].rate {self.rate:g} Hz is not a whole number of integration steps of dt={dt:g} s "
+                f"(a tick every {steps:.4g} steps); choose a rate whose period is a multiple of dt ({shown} Hz ...) "
+                "or another [simulator].dt"
+            )
+            raise ValueError(msg)
+        return whole
 
     def table(self) -> dict[str, Any]:
         """Return the ``[driver]`` table that reads back as this spec: the given keys, per-joint ones as lists."""

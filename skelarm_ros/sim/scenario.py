@@ -536,8 +536,11 @@ def arm_from_config(config: dict[str, Any], source: str = "scenario", path: Path
     limits = limits_from_config(config, source)
     try:
         driver = driver_from_config(config, skeleton.num_joints, source)
+        if driver is not None:
+            driver.steps_per_tick(dt)
     except ValueError as error:
-        raise ScenarioError(str(error)) from None
+        message = str(error)
+        raise ScenarioError(message if message.startswith(source) else f"{source}: {message}") from None
     return ArmSetup(
         path=path,
         config=config,

@@ -7,7 +7,10 @@
 newest effort command and tip force, and the rules the simulator node applies to
 them: zero-order hold, ``effort_limits`` clamping, reset, counting rejected
 messages per kind, and stopping (without crashing) when the state becomes
-non-finite. When the run starts, waits, lapses and ends is
+non-finite. With ``driver`` it plays the arm's driver the scenario's ``[driver]`` table
+describes (:class:`~skelarm_ros.sim.driver_model.DriverModel`: ticks, command delay, torque
+lag, noise); the links' ``effort_limit`` saturates the applied torque either way. When
+the run starts, waits, lapses and ends is
 :class:`skelarm_ros.sim.run.SimulatorRun`'s.
 :class:`LockstepPairing` pairs the command (and tip force) with the step they
 belong to by the exact stamp in nanoseconds (docs/interfaces.md, lockstep protocol).
@@ -31,6 +34,7 @@ from skelarm_ros.interface import (
     seconds_to_stamp,
 )
 from skelarm_ros.sim.conversions import NameOrder, Rejected, effort_array, planar_force
+from skelarm_ros.sim.driver_model import DriverModel
 from skelarm_ros.sim.engine import ArmEngine, NonFiniteStateError
 from skelarm_ros.sim.run import AnswerCount
 
@@ -63,6 +67,10 @@ class Simulation:
         One positive limit per joint (N*m) that commands are clamped to; empty for none.
     wrench_tolerance : float, optional
         Largest out-of-plane wrench component accepted as zero.
+    driver : bool, optional
+        Play the arm's driver as the scenario's ``[driver]`` table describes it (none without
+        the table): states at its ticks, commands acting after its delay, its torque lag and
+        noise. False: every step published exactly, each command applied at once.
 
     Attributes
     ----------
@@ -71,6 +79,9 @@ class Simulation:
     effort : NDArray[np.float64]
         The torque applied over the step that ended at the present state (zero at the
         initial state).
+    driver : DriverModel | None
+        The driver between the arm and the commands (``None``: each command applied at once,
+        unclamped but for ``effort_limits``).
     steps : int
         Steps since the start or the last reset.
     halted : str
@@ -90,6 +101,7 @@ class Simulation:
         dt: float = 0.0,
         effort_limits: Sequence[float] = (),
         wrench_tolerance: float = 1e-6,
+        driver: bool = False,
     ) -> None:
         """Build the engine at the arm's initial state and check the settings."""
         num_joints = arm.skeleton.num_joints
@@ -115,6 +127,11 @@ class Simulation:
         self.answered = AnswerCount()  # the run's figure (skelarm_ros.sim.run), counted where a step takes its command
         self.force = np.zeros(2)
         self.applied_force = self.force
+        motors = arm.limits.effort if arm.limits is not None and arm.limits.has_effort else None
+        spec = arm.driver if driver else None
+        self.driver = None if spec is None and motors is None else DriverModel(spec, num_joints, step, motors)
+        self._published: tuple[list[float], list[float], list[float]] | None = None
+        self._observe()
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -128,6 +145,11 @@ class Simulation:
         """Simulated time (seconds) of the present state."""
         return self.engine.t
 
+    @property
+    def tick_period(self) -> float:
+        """Simulated seconds from one published state to the next: the driver's tick (``dt`` without a rate)."""
+        return self.dt * (1 if self.driver is None else self.driver.steps_per_tick)
+
     def stamp(self) -> tuple[int, int]:
         """``(sec, nanosec)`` of the present state, as published."""
         return seconds_to_stamp(self.engine.t)
@@ -139,6 +161,25 @@ class Simulation:
     def tip(self) -> NDArray[np.float64]:
         """Tip position ``(x, y)`` in ``base`` (m) at the present state."""
         return self.engine.endpoint(self.engine.q)
+
+    def published_state(self) -> tuple[list[float], list[float], list[float]]:
+        """Return the present state as published: angles (rad), velocities (rad/s), effort (N*m), as lists.
+
+        The arm's own state and :attr:`effort`, or, with a driver that alters it, what the
+        driver reads at its tick (noise, encoder ticks, effort bias: drawn once per state).
+        Do not modify the lists.
+        """
+        if self._published is not None:
+            return self._published
+        return self.engine.q_list, self.engine.dq_list, self.effort.tolist()
+
+    def _observe(self) -> None:
+        """Read the present state as the driver publishes it, when it alters it (noise drawn here, once)."""
+        driver = self.driver
+        if driver is None or not driver.alters_state:
+            self._published = None
+            return
+        self._published = driver.observe(self.engine.q, self.engine.dq, self.effort)
 
     # -- inputs ----------------------------------------------------------------------------------
 
@@ -190,9 +231,14 @@ class Simulation:
             The stamp of the state it answers (``joint_commands``), in nanoseconds;
             ``None`` for an unstamped command. Stamped commands are counted in
             :attr:`answered` by :meth:`held_command`.
+
+        With a driver, the driver takes it now: it acts from the first tick at or after now
+        plus the command delay.
         """
         self._command = tau
         self._command_stamp = stamp_ns
+        if self.driver is not None:
+            self.driver.take(self.clamp(tau), self.steps)
 
     def hold_force(self, force: NDArray[np.float64]) -> None:
         """Hold a checked tip force until the next one replaces it."""
@@ -232,43 +278,74 @@ class Simulation:
 
     # -- stepping --------------------------------------------------------------------------------
 
-    def advance(self, tau: NDArray[np.float64], force: NDArray[np.float64] | None = None) -> bool:
-        """Step once under ``tau`` (clamped here) and ``force``, unless halted.
+    def advance(
+        self, tau: NDArray[np.float64] | None = None, force: NDArray[np.float64] | None = None, *, live: bool = True
+    ) -> bool:
+        """Step the arm to the next published state, unless halted: once, or to the driver's next tick.
 
         Parameters
         ----------
-        tau : NDArray[np.float64]
-            Joint torques (N*m), before clamping.
+        tau : NDArray[np.float64] | None, optional
+            The command answering the present state (lockstep; N*m, clamped here), arriving
+            now; ``None`` steps under the command held (realtime, :meth:`hold_command`).
         force : NDArray[np.float64] | None, optional
-            Tip force ``(fx, fy)`` (N); ``None`` takes the held force.
+            Tip force ``(fx, fy)`` (N) over the steps; ``None`` takes the held force.
+        live : bool, optional
+            With ``tau`` ``None``: whether the held command still applies (the watchdog's
+            word, :meth:`held_command`); zero torque if not.
 
         Returns
         -------
         bool
-            Whether a step was made. When the state would become non-finite no step
-            is made, :attr:`halted` says why, and later calls do nothing until :meth:`reset`.
+            Whether the steps were made. When the state would become non-finite that step
+            is not made, :attr:`halted` says why, and later calls do nothing until :meth:`reset`.
         """
         if self.halted:
             return False
-        applied = self.clamp(tau)
         pushed = self.force if force is None else force
+        driver = self.driver
         try:
-            self.engine.step(applied, pushed)
+            if driver is None:
+                applied = self.clamp(self.held_command(live) if tau is None else tau)
+                self.engine.step(applied, pushed)
+                self.effort = applied
+                self.steps += 1
+            else:
+                self._drive(driver, tau, pushed, live)
         except NonFiniteStateError as error:
             self.halted = f"{error}; integration stopped, call simulator/reset to start again"
             return False
-        self.effort = applied
         self.applied_force = pushed
-        self.steps += 1
         return True
 
+    def _drive(
+        self, driver: DriverModel, tau: NDArray[np.float64] | None, force: NDArray[np.float64], live: bool
+    ) -> None:
+        """Step to the driver's next tick under the torque it gives at each step; read the state it publishes."""
+        if tau is None:
+            self.held_command(live)  # counts whether the newest command answers the state before the tick
+        else:
+            driver.take(self.clamp(tau), self.steps)
+        engine = self.engine
+        while True:
+            applied = driver.torque(self.steps, live)
+            engine.step(applied, force)
+            self.effort = applied
+            self.steps += 1
+            if driver.at_tick(self.steps):
+                break
+        self._observe()
+
     def reset(self) -> None:
-        """Go back to the initial state; time restarts at 0 and the effort is zero again."""
+        """Go back to the initial state; time restarts at 0, the effort is zero again, the driver starts afresh."""
         self.engine.set_state(self._q0, self._dq0, 0.0)
         self.effort = self._zero
         self.applied_force = np.zeros(2)
         self.steps = 0
         self.halted = ""
+        if self.driver is not None:
+            self.driver.reset()
+        self._observe()
 
 
 class LockstepPairing:

@@ -76,6 +76,16 @@ class SimulatorParams:
             "name. Lockstep needs `joint_commands`.",
         ),
     ] = COMMANDS
+    driver: Annotated[
+        bool,
+        param(
+            "play the arm's driver the scenario's [driver] table describes: states at its rate, commands acting "
+            "after its delay, its torque lag and noise; false: every step published exactly, each command at once",
+            details="The launch sets it with `hardware:=twin` ([predict.md](predict.md)); without a `[driver]` "
+            "table it changes nothing. The links' `effort_limit` saturates the applied torque either way "
+            "([scenarios.md](scenarios.md#driver)).",
+        ),
+    ] = False
     command_timeout: Annotated[
         float,
         number(

@@ -1,0 +1,176 @@
+"""Predicting a hardware run of an arm that is not the twin's own: a MuJoCo arm behind a driver of this test's own.
+
+The arm is the four-link reach arm in the vertical plane with its masses 5-10 % off, and
+armature, viscous and Coulomb friction (test/geared_arm.py), simulated by MuJoCo (RK4 at
+0.5 ms). Its driver publishes at 250 Hz with velocity and effort noise, and a command acts
+4 ms after the driver's newest state when it arrives, at MuJoCo's own steps. As a lab would:
+
+1. record an excitation run and ``identify`` the twin (as test_identify_arms.py does);
+2. give the twin a ``[driver]`` table written from the driver's known settings, and predict the
+   reach with it (``hardware:=twin``, lockstep), and with the nominal model beside it;
+3. run the reach on the arm (``hardware:=none``) and ``compare --angles`` it with the predictions.
+
+The twin's prediction must come within 10 mrad RMS of the arm's joint angles, and within 0.35
+times the nominal model's. Offline (the driver as a loop in this process) and over ROS (the
+stand-in driver, test/standin_driver.py with ``engine:=mujoco``, and the real graph).
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import procs
+import pytest
+from excite import robot_tables, write_toml
+from geared_arm import ARM_JOINTS, GRAVITY, TRUE_DRIVE, GearedArm, excitation_controller, nominal, true_arm, write_run
+from sensor_msgs.msg import JointState
+
+from skelarm_ros.bags.angles import Angles, compare_angles, load_angles
+from skelarm_ros.cli import compare
+from skelarm_ros.cli.predict import predict, twin_loop
+from skelarm_ros.identification.identify import main as identify
+from skelarm_ros.sim.scenario import load_arm
+
+REACH = 3.0  # s compared: the 2 s reach and a second held at the target
+START = [16.0, 16.0, 16.0, 16.0]  # degrees: a pose that reads back exactly from the twin's TOML
+DRIVER = "\n[driver]\nrate = 250\ncommand_delay = 0.004\nvelocity_noise = 0.02\neffort_noise = 0.02\nseed = 1\n"
+"""The stand-in driver's known settings, as a [driver] table (identify will write one itself)."""
+STANDIN = {"rate": 250.0, "command_delay": 0.004, "velocity_noise": 0.02, "effort": True, "effort_noise": 0.02}
+PRIORITY = 50  # SCHED_FIFO for the driver and the controller, as on a real arm, where the user may
+NAMES = ",".join(ARM_JOINTS)
+BOUND = 0.010  # rad RMS
+BETTER = 0.35  # the twin's error at most this share of the nominal model's
+
+
+@pytest.fixture(scope="module")
+def arms(tmp_path_factory) -> dict[str, Path]:
+    """The nominal scenario (the prior), the identified twin, and each with the driver's [driver] table."""
+    folder = tmp_path_factory.mktemp("predict")
+    arm = nominal()
+    for link in arm.links[1:]:  # room for the arm to sag under gravity in its soft start
+        link.prop.qmin, link.prop.qmax = -math.radians(170.0), math.radians(170.0)
+    arm.set_state(q=np.radians(START))
+    tables = {
+        "simulator": {"dt": 0.002, "grav_vec": list(GRAVITY)},
+        "task": {"type": "reaching", "target": {"pos": [0.0, 0.4], "tolerance": 0.02}, "duration": 2.0},
+        "controller": {"type": "computed_torque", "kp": 200.0, "kd": 30.0},
+    }
+    files = {"folder": folder, "nominal": write_toml(robot_tables(arm, **tables), folder / "nominal.toml")}
+    control, q0 = excitation_controller()
+    run = GearedArm().drive_run(control, 20.0, q0, rng=np.random.default_rng(0))
+    bag = write_run(run, folder / "excitation_bag")
+    files["twin"] = folder / "twin.toml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        argv = [str(bag), "--scenario", str(files["nominal"]), "--joints", NAMES, "-o", str(files["twin"])]
+        assert identify(argv) == 0
+    for name in ("nominal", "twin"):
+        files[f"{name}_driver"] = folder / f"{name}_driver.toml"
+        files[f"{name}_driver"].write_text(files[name].read_text(encoding="utf-8") + DRIVER, encoding="utf-8")
+    return files
+
+
+def prediction(path: Path) -> Angles:
+    """The lockstep hardware:=twin run of a scenario in this process (the graph's, bit for bit: test_twin_system.py)."""
+    run = predict({"scenario": str(path), "joint_names": NAMES}, REACH)
+    assert not run.stopped
+    return Angles(path, "q", run.joint_names, run.stamps, run.position, 0, True)
+
+
+def errors(hardware: Angles, twin: Angles, nominal_model: Angles) -> tuple[float, float]:
+    return compare_angles(hardware, twin).rms, compare_angles(hardware, nominal_model).rms
+
+
+def test_offline_the_twin_predicts_the_arms_reach_within_10_mrad_and_far_better_than_the_nominal_model(arms):
+    loop, _ = twin_loop({"scenario": str(arms["twin"]), "hardware": "none", "mode": "realtime", "joint_names": NAMES})
+    driver = GearedArm(true_arm(4, load_arm(arms["nominal"]).skeleton), TRUE_DRIVE)  # its commands 4 ms late
+
+    def control(t: float, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        return loop.control(ARM_JOINTS, q.tolist(), dq.tolist(), round(t * 1e9)).torque
+
+    run = driver.drive_run(control, REACH, np.radians(START), rng=np.random.default_rng(2))
+    stamps = np.round(run.time * 1e9).astype(np.int64)
+    hardware = Angles(Path("arm"), "q", list(ARM_JOINTS), stamps, run.q, 0, True)
+    twin, nominal_model = errors(hardware, prediction(arms["twin_driver"]), prediction(arms["nominal_driver"]))
+    assert twin < BOUND, (twin, nominal_model)
+    assert twin < BETTER * nominal_model, (twin, nominal_model)
+
+
+@pytest.mark.slow
+@pytest.mark.serial  # the arm's driver runs in real time at 250 Hz
+def test_over_ros_the_twins_lockstep_run_predicts_the_arms_hardware_none_reach(arms, tmp_path):
+    folder = arms["folder"]
+    hardware_bag, twin_bag = tmp_path / "hardware_bag", tmp_path / "twin_bag"
+    run_on_the_arm(arms, hardware_bag, tmp_path)
+    arguments = [f"scenario:={arms['twin_driver']}", "hardware:=twin", "mode:=lockstep", f"duration:={REACH}"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skelarm_ros.cli",
+            "launch",
+            "sim",
+            *arguments,
+            f"joint_names:={NAMES}",
+            f"record:={twin_bag}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180.0,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    hardware, twin = load_angles(hardware_bag), load_angles(twin_bag)
+    assert hardware.commanded and twin.commanded  # both timed from the state their first command answers
+    measured, nominal_model = errors(hardware, twin, prediction(arms["nominal_driver"]))
+    assert measured < BOUND, (measured, nominal_model)
+    assert measured < BETTER * nominal_model, (measured, nominal_model)
+    plot = folder / "compare.png"
+    assert compare.main(["--angles", str(hardware_bag), str(twin_bag), "-o", str(plot), "--force"]) == 0
+    assert plot.is_file()
+
+
+def run_on_the_arm(arms: dict[str, Path], bag: Path, folder: Path) -> None:
+    """The reach on the MuJoCo arm over ROS: the stand-in driver, and the graph of hardware:=none, recorded."""
+    probe = procs.Probe()
+    states = probe.record(JointState, "joint_states", procs.best_effort())
+    parameters = {
+        "scenario": str(arms["nominal"]),  # the arm MuJoCo makes real, from its nominal model
+        "arm_joints": list(ARM_JOINTS),
+        "joints": list(ARM_JOINTS),
+        "plant": "mujoco",
+        "arm_seed": 4,
+        "brake": True,
+        "thread_priority": PRIORITY,
+        **STANDIN,
+    }
+    driver = procs.start_script(
+        Path(__file__).with_name("standin_driver.py"),
+        folder / "driver.log",
+        "--ros-args",
+        *procs.parameter_args(parameters),
+    )
+    log = folder / "launch.log"
+    arguments = [f"scenario:={arms['twin']}", "hardware:=none", f"joint_names:={NAMES}", f"record:={bag}"]
+    arguments.append(f"thread_priority:={PRIORITY}")
+    launch = procs.start([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments], log)
+    try:
+        probe.spin_until(
+            lambda: "control starts with this state" in log.read_text(),
+            procs.START_TIMEOUT,
+            f"control\n{log.read_text()}",
+        )
+        end = procs.stamp_ns(states[-1]) + round((REACH + 0.5) * procs.NS)
+        probe.spin_until(lambda: procs.stamp_ns(states[-1]) >= end, 60.0, "the end of the reach")
+        launch.send_signal(signal.SIGINT)
+        code = procs.wait_exit(launch, 30.0)
+    finally:
+        codes = [procs.end(launch), procs.end(driver)]
+        probe.close()
+    assert code == 0 and codes == [0, 0], procs.logs(folder)
