@@ -77,9 +77,8 @@ def drive_arm(loop: ControlLoop, path: Path, offset: np.ndarray | None = None, s
         if step % STATE_STEPS == 0:
             output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
             said += output.said
-            if output.torque is not None:  # a live arm's first state only prepares the start
-                torque = output.torque
-                commands.append(torque)
+            torque = output.torque  # a live arm's first state is answered with the hold while it prepares
+            commands.append(torque)
         engine.step(torque)
         step += 1
     target = load_scenario(path).task.target
@@ -123,8 +122,9 @@ def test_on_a_live_arm_a_time_line_starts_at_the_state_after_the_one_it_was_plan
     names = live.joint_names
     q = (np.array(live.initial_q) + np.radians([-30.0, 25.0, 0.0, 0.0])).tolist()
     rest = [0.0] * len(q)
-    planned = live.control(names, q, rest, 1_000_000_000)  # planned from here, nothing sent
-    assert planned.torque is None and planned.said[0].text.startswith("the arm starts 0.524 rad")
+    planned = live.control(names, q, rest, 1_000_000_000)  # planned from here, the arm held meanwhile
+    assert prepared(planned) and planned.said[0].text.startswith("the arm starts 0.524 rad")
+    np.testing.assert_array_equal(planned.torque, np.zeros(4))  # a horizontal arm at rest needs no holding
     # Planning took 40 ms: the next state starts the time line, the reference has not run ahead of the arm.
     first = live.control(names, q, rest, 1_040_000_000)
     later = live.control(names, q, rest, 1_044_000_000)
@@ -133,14 +133,19 @@ def test_on_a_live_arm_a_time_line_starts_at_the_state_after_the_one_it_was_plan
     np.testing.assert_array_equal(first.torque, offline.control(names, q, rest, 1_000_000_000).torque)
     # Each restart is prepared the same way: after a hold (replanned), for a new target, after time went back.
     live.hold()
-    assert live.control(names, q, rest, 2_000_000_000).torque is None
+    assert prepared(live.control(names, q, rest, 2_000_000_000))
     again = live.control(names, q, rest, 2_030_000_000)
     assert again.t == 0.0 and live.restarts == 1
     live.set_target("base", 0.1, 0.35)
-    assert live.control(names, q, rest, 2_034_000_000).torque is None
+    assert prepared(live.control(names, q, rest, 2_034_000_000))
     assert live.control(names, q, rest, 2_090_000_000).t == 0.0 and live.restarts == 2
-    assert live.control(names, q, rest, 1_500_000_000).torque is None
+    assert prepared(live.control(names, q, rest, 1_500_000_000))
     assert live.control(names, q, rest, 1_504_000_000).t == 0.0 and live.restarts == 3
+
+
+def prepared(output) -> bool:
+    """Whether a live arm's state only prepared a time line's start (answered with the hold, no controller ran)."""
+    return output.t == 0.0 and output.channels == {}
 
 
 def test_plan_from_is_checked(tmp_path):
@@ -193,7 +198,7 @@ def test_a_vertical_arm_released_at_the_first_command_stays_where_it_was(tmp_pat
     while engine.t < 0.2:
         if step % STATE_STEPS == 0:
             output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
-            torque = torque if output.torque is None else output.torque
+            torque = output.torque
         if torque is not None:  # released at the first command
             engine.step(torque)
         else:
@@ -321,7 +326,7 @@ def test_a_live_loop_with_gains_far_too_high_is_stopped_and_sends_nothing_but_ze
             if fast is None and np.abs(engine.dq).max() > 3.0:
                 fast = len(sent)
             output = loop.control(NAMES, engine.q.tolist(), engine.dq.tolist(), round(engine.t * 1e9))
-            waiting.append(np.zeros(4) if output.torque is None else output.torque)
+            waiting.append(output.torque)
             sent.append(waiting[-1])
             torque = waiting.pop(0) if len(waiting) > 2 else torque
         engine.step(torque)

@@ -70,12 +70,12 @@ def test_on_a_live_arm_control_waits_for_a_reader_and_the_time_line_starts_after
     feed(node, 1_004_000_000)
     assert capture.messages == [] and node.loop.last_stamp is None  # no reader: nothing taken
     capture.readers = 1  # the driver's effort controller is up
-    feed(node, 1_200_000_000)  # planned on, nothing sent
-    assert capture.messages == [] and node.loop.last_stamp == 1_200_000_000
+    feed(node, 1_200_000_000)  # planned on, answered with the torque that holds the arm (none: horizontal)
+    assert torques(capture) == [[0.0] * 4] and node.loop.last_stamp == 1_200_000_000
     feed(node, 1_260_000_000)  # however long the plan took, the time line starts here
     fresh, _ = build_control_loop(SCENARIO)
     first = fresh.control(NAMES, load_arm(SCENARIO).skeleton.q.tolist(), [0.0] * 4, 0).torque
-    np.testing.assert_array_equal(torques(capture), [first.tolist()])  # the command of t=0
+    np.testing.assert_array_equal(torques(capture), [[0.0] * 4, first.tolist()])  # then the command of t=0
     # Only the newest state waits to be taken: no old one starts the time line.
     assert node.state_input.subscription.qos_profile.depth == 1
     # Not declared live (a controller started by hand beside the simulator): nothing is inferred from the rest.
@@ -144,13 +144,13 @@ def test_a_diverging_live_arm_gets_zero_torque_and_ends_the_node_with_exit_code_
     limited.write_text(text.replace("limits = [", "effort_limit = 5.0\nvelocity_limit = 3.0\nlimits = ["))
     capture = StandIn()
     node = make_node(capture, live_arm=True, scenario=str(limited))
-    feed(node, 1_000_000_000)
-    feed(node, 1_004_000_000)
-    assert len(capture.messages) == 1 and not node.finished.done()
+    feed(node, 1_000_000_000)  # planned on: the hold
+    feed(node, 1_004_000_000)  # the time line's start
+    assert len(capture.messages) == 2 and not node.finished.done()
     feed(node, 1_008_000_000, dq=[0.0, 3.5, 0.0, 0.0])
     assert node.finished.done() and node.finished.result() == 1 and node.wrap_up() == 1
     feed(node, 1_012_000_000)
-    assert torques(capture)[1:] == [[0.0] * 4] * 2  # nothing but zero after
+    assert torques(capture)[2:] == [[0.0] * 4] * 2  # nothing but zero after
     said = [line for line in log_lines if "the arm is diverging" in line]
     assert said == [
         "the arm is diverging: j2 turned at 3.5 rad/s, faster than its velocity_limit 3 rad/s; sent zero torque, "
@@ -162,13 +162,19 @@ def test_the_answers_latency_is_measured_and_said_in_the_summary(make_node):
     node = make_node(StandIn(), live_arm=True)
     for k in range(20):
         feed(node, 1_000_000_000 + k * 4_000_000)
-    assert node.latency.answers == 19 and node.latency.period == 0.004  # the first state was planned on
+    assert node.latency.answers == 20 and node.latency.period == 0.004  # the first (planned on) with the hold
     assert 0.0 < node.latency.worst < 10.0
-    assert "answers took" in node.stop_report() and "19 later than half the state period (4.00 ms)" in (
+    assert "answers took" in node.stop_report() and "20 later than half the state period (4.00 ms)" in (
         node.stop_report()
     )
 
 
-def test_the_composed_graph_refuses_a_live_arm(context):
-    with pytest.raises(ValueError, match="live_arm:=true is for a real arm's driver"):
-        ComposedSimulator(context=context, parameter_overrides=[Parameter("live_arm", value=True)])
+def test_the_composed_graph_runs_a_live_arm_as_a_driver_s_controller_runs_it(context):
+    """hardware:=twin compose:=true: the simulator stands in for the driver, the controller is a live arm's."""
+    composed = ComposedSimulator(context=context, parameter_overrides=[Parameter("live_arm", value=True)])
+    try:
+        assert composed.controller.loop.live_arm
+        composed.begin()  # step 0's state answered at once: planned on, the arm held
+        assert composed.controller.loop.last_stamp == 0 and composed.controller.progress.commands == 1
+    finally:
+        composed.destroy_node()

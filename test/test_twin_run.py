@@ -80,7 +80,7 @@ def test_without_a_driver_table_the_twin_differs_from_the_sim_only_by_the_live_a
     sim = predict({"scenario": "reach", "hardware": "sim"}, 0.5)
     twin = predict({"scenario": "reach"}, 0.5)
     assert controller_params({"scenario": "reach"}).soft_start == 1.0
-    loop, _ = build_control_loop("reach", soft_start=1.0)
+    loop, _ = build_control_loop("reach", soft_start=1.0, live_arm=True)
     by_hand = run_twin(load_arm("reach"), loop, 0.5)
     np.testing.assert_array_equal(twin.position, by_hand.position)
     np.testing.assert_array_equal(twin.command, by_hand.command)

@@ -19,7 +19,7 @@ clamped to zero, a live arm that diverges is stopped (:mod:`~skelarm_ros.control
 and :meth:`ControlLoop.hold` restarts control from the next state after the joint states
 went stale. On a live arm (``live_arm``) a time line starts at the state after the one its
 start was prepared on (planned, replanned), so no state that waited for the preparation
-starts it.
+starts it; the state it was prepared on is answered with the torque that holds the arm.
 
 This module does not import rclpy.
 """
@@ -153,9 +153,9 @@ class ControlOutput:
 
     Attributes
     ----------
-    torque : NDArray[np.float64] | None
-        Joint torques (N*m) in ``joint_names`` order, clamped to the effort limits; ``None``
-        for a state a live arm's time line was only prepared on (nothing to send).
+    torque : NDArray[np.float64]
+        Joint torques (N*m) in ``joint_names`` order, clamped to the effort limits; for the state
+        a live arm's time line was only prepared on, the torque that holds the arm there.
     channels : dict[str, NDArray[np.float64]]
         The controller's channels (``controller.log_channels()``) as arrays.
     t : float
@@ -164,7 +164,7 @@ class ControlOutput:
         What this state gives to say (a far start, a joint past its limit), for the caller to log.
     """
 
-    torque: NDArray[np.float64] | None
+    torque: NDArray[np.float64]
     channels: dict[str, NDArray[np.float64]]
     t: float
     said: list[Say] = field(default_factory=list)
@@ -540,8 +540,9 @@ class ControlLoop:
         -------
         ControlOutput
             The torque in ``joint_names`` order and the controller's channels. On a live arm
-            the state a time line's start is prepared on gets no torque (``None``): the time
-            line starts at the next state, which the preparation did not keep waiting.
+            the state a time line's start is prepared on gets the torque that holds the arm
+            there (no channels): the time line starts at the next state, which the
+            preparation did not keep waiting.
 
         Raises
         ------
@@ -590,9 +591,9 @@ class ControlLoop:
         said: list[Say] = []
         if self._origin is None and not self._prepared:
             said = self._prepare(q, stamp_ns, last)
-            if self.live_arm:  # planning took its time: the time line starts at the next state
+            if self.live_arm:  # planning took its time: the time line starts at the next state, the arm held here
                 self._last_stamp = stamp_ns
-                return ControlOutput(None, {}, 0.0, said)
+                return ControlOutput(self._holding_command(q, dq, said), {}, 0.0, said)
         t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
@@ -607,6 +608,18 @@ class ControlLoop:
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
         torque = self._bounded(torque, q, dq, stamp_ns, channels, said)
         return ControlOutput(torque, channels, t, said)
+
+    def _holding_command(self, q: NDArray[np.float64], dq: NDArray[np.float64], said: list[Say]) -> NDArray[np.float64]:
+        """Return the command that holds the arm at this state, within the effort and joint limits.
+
+        A live arm's answer to the state its time line's start was prepared on: every state gets
+        an answer (a lockstep simulator waits for one), and the arm is held while the plan is made.
+        """
+        torque, _ = clamp_efforts(self._holding.at(q, dq), self.effort_limits)
+        if self._guard is not None:
+            torque, limited = self._guard.apply(q, torque)
+            said += limited
+        return torque
 
     def _bounded(  # noqa: PLR0917 - one state's values, handed on
         self,

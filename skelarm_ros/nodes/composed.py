@@ -70,9 +70,6 @@ class ComposedController(ControllerNode):
         leave_to_others(self, ControllerParams, [SimulatorParams])
         super().setup()
         self.destroy_subscription(self.state_input.subscription)
-        if self.params.live_arm:
-            msg = "live_arm:=true is for a real arm's driver; the composed graph's arm is its simulator: leave it false"
-            raise ValueError(msg)
 
     def _readers_matched(self, readers: int, channel_readers: int) -> Callable[[], bool]:
         return super()._readers_matched(channel_readers, channel_readers)
@@ -164,7 +161,6 @@ class ComposedSimulator(SimulatorNode):
     def _command(self, output: ControlOutput) -> Any:
         """Return the controller's torque as the simulator takes a ``joint_commands`` message; ``None`` if refused."""
         loop = self.controller.loop
-        assert output.torque is not None  # the composed graph's arm is never live: every state has a command
         try:
             return self.sim.command_from_joint_state(loop.command_joints, loop.command_torque(output.torque).tolist())
         except Rejected as error:

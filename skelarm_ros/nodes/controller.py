@@ -275,8 +275,6 @@ class ControllerNode(KitNode):
                 f"time line restarted from the state stamped {sec}.{nanosec:09d} s (a new target, time went back, "
                 f"or states came back after a gap); controller reset ({self.loop.restarts} restarts so far)"
             )
-        if output.torque is None:
-            return None
         out = self.out
         out.publish(self.command_pub, self._command(output, sec, nanosec))
         self._sent = time.monotonic()
@@ -363,7 +361,6 @@ class ControllerNode(KitNode):
             )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
-        assert output.torque is not None  # a state with a command
         torque = self.loop.command_torque(output.torque).tolist()
         if self._stamped:
             return self._command_writer.pack(sec, nanosec, (), (), torque)
