@@ -245,8 +245,7 @@ def _check_output(output: Path) -> None:
         raise IdentificationError(str(error)) from None
 
 
-def _record(inputs: Sequence[str | Path], result: Result) -> dict:
-    fit_result, params, samples = result.fit, result.params, result.samples
+def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: ConsistentSet, samples: Samples) -> dict:
     record: dict[str, Any] = {
         "tool": f"skelarm_ros identify {__version__}",
         "inputs": [str(Path(path).resolve()) for path in inputs],
@@ -265,25 +264,29 @@ def _record(inputs: Sequence[str | Path], result: Result) -> dict:
     }
     if not params.exact:
         record["torque_misfit"] = params.misfit
-    choice = result.offsets
-    if choice is not None:
-        record["torque_offset"] = {
-            "note": (
-                "per joint: the offset's separation from the other terms (identified where at least "
-                f"{offsets.SEPARATION:g}); identified offsets are the bias of the published effort, "
-                "[driver].effort_bias"
-            ),
-            "joints": list(result.joints),
-            "separation": choice.separation.tolist(),
-            "identified": [k in choice.kept for k in range(len(result.joints))],
-        }
-    elif result.no_offset:
-        record["torque_offset"] = {"note": result.no_offset}
     if params.regrouped:
         record["regrouped"] = {
             name: f"kept at the prior's value; part of {base}" for name, base in params.regrouped.items()
         }
     return record
+
+
+def _offset_record(choice: offsets.OffsetChoice | None, no_offset: str, joints: Sequence[str]) -> dict:
+    """Return ``[identification.torque_offset]``: each joint's separation and verdict, or why there is none."""
+    if choice is None:
+        return {"torque_offset": {"note": no_offset}} if no_offset else {}
+    note = (
+        f"per joint: the offset's separation from the other terms (identified where at least {offsets.SEPARATION:g}); "
+        "identified offsets are the bias of the published effort, [driver].effort_bias"
+    )
+    return {
+        "torque_offset": {
+            "note": note,
+            "joints": list(joints),
+            "separation": choice.separation.tolist(),
+            "identified": [k in choice.kept for k in range(len(joints))],
+        }
+    }
 
 
 def _validate(
@@ -322,10 +325,8 @@ class NotBetterError(IdentificationError):
         self.result = result
 
 
-def _check_better(result: Result, has_prior: bool) -> None:
+def _check_better(result: Result) -> None:
     """Refuse a twin whose held-out torque error is not below its prior's on every held-out run."""
-    if not has_prior:
-        return
     for prediction in result.predictions:
         if prediction.prior is None:
             continue
@@ -477,18 +478,17 @@ def identify(
     params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior.drive, terms=arm.terms)
     bias = None if params.offset is None else prior_bias + params.offset
     first = recordings[0].q[np.isfinite(recordings[0].q).all(axis=1)]
-    result = Result(names, samples, base, params, {}, prior, prior, prior.grav_vec, source, [])
-    result.efforts = [r.effort for r in recordings]
-    result.offsets, result.no_offset, result.effort_bias = choice, no_offset, bias
-    result.config = twin_config(
+    config = twin_config(
         geometry,
         params,
         prior_config=prior_setup.config if prior_setup is not None else None,
         initial_q=first[0] if len(first) else np.zeros(len(names)),
-        record=_record(inputs, result),
+        record={**_record(inputs, base, params, samples), **_offset_record(choice, no_offset, names)},
         driver={"effort_bias": bias},
     )
-    result.twin = _twin_setup(result.config)
+    efforts = [r.effort for r in recordings]
+    result = Result(names, samples, base, params, config, _twin_setup(config), prior, prior.grav_vec, source, efforts)
+    result.offsets, result.no_offset, result.effort_bias = choice, no_offset, bias
     result.assessment, result.filter = assessment, why
     result.velocity = _velocity_words(recordings, assessment)
     for recording in recordings:
@@ -499,7 +499,7 @@ def identify(
         result.predictions.append(
             _validate(path, result, options=options, named=bool(joints), effort=effort, cutoff=chosen)
         )
-    _check_better(result, prior_setup is not None)
+    _check_better(result)
     _write(result, target, plot=plot, cutoff=chosen)
     return result
 
