@@ -20,6 +20,7 @@ free fall of the engine's arm built from the twin scenario against MuJoCo's.
 
 from __future__ import annotations
 
+import re
 import tomllib
 import warnings
 
@@ -56,7 +57,7 @@ def _biased(run, bias: float):
     return replace(run, effort=run.effort + bias)
 
 
-BAGS = ("narrow", "positions", "narrow_held", "narrow_biased", "wide", "wide_positions", "wide_held")
+BAGS = ("narrow", "positions", "narrow_held", "narrow_biased", "wide", "wide_held")
 
 
 def _simulate(folder):
@@ -76,7 +77,6 @@ def _simulate(folder):
     write_run(narrow_held, folder / "narrow_held_bag", lab=THREE_LINK)
     write_run(_biased(narrow, BIAS), folder / "narrow_biased_bag", lab=THREE_LINK)
     write_run(wide, folder / "wide_bag", lab=THREE_LINK)
-    write_run(wide, folder / "wide_positions_bag", lab=THREE_LINK, velocity=False)
     write_run(wide_held, folder / "wide_held_bag", lab=THREE_LINK)
     THREE_LINK.prior_scenario(folder / "prior.toml")
     np.save(folder / "fall.npy", arm.fall(RELEASE, FALL))
@@ -180,12 +180,13 @@ def test_offset_asked_for_on_narrow_postures_is_refused_with_the_reason(lab, cap
     argv = [str(lab["bags"]["narrow"]), "--scenario", str(lab["prior"]), "--joints", JOINTS, "-o", str(output)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        code = main([*argv, "--offset"])
+        code = main([*argv, "--offset", "--end", "10"])  # half the run: as narrow
     captured = capsys.readouterr()
     assert code == 1 and captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("identify: error: --offset asks for the torque offset of shoulder")
-    assert "(separation shoulder 0.011, elbow" in lines[0] and "over 91 deg or more" in lines[0]
+    assert re.search(r"\(separation shoulder 0\.0\d+, elbow 0\.0\d+, below 0\.1\)", lines[0]), lines[0]
+    assert "over 91 deg or more" in lines[0]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -198,8 +199,8 @@ def test_a_biased_sensor_on_narrow_postures_is_named_joint_by_joint(lab, capsys)
     assert bias[:2] == [0.0, 0.0] and abs(bias[2] - BIAS) < 0.1, bias  # the wrist's, separated
 
 
-@pytest.mark.parametrize("bag", ["wide", "wide_positions"])
-def test_on_the_projects_wide_excitation_a_biased_sensor_is_found_and_the_twin_is_as_good(lab, capsys, bag):
+def test_on_the_projects_wide_excitation_a_biased_sensor_is_found_and_the_twin_is_as_good(lab, capsys):
+    bag = "wide"
     code, out, err = _run(lab, bag, capsys, bag=bag, heldout="wide_held")
     assert code == 0, err
     assert "leaves out" not in err
@@ -217,8 +218,8 @@ def horizontal(tmp_path_factory):
     """The same arm moving in the horizontal plane under the lab PD's narrow multisine, its sensor biased."""
     folder = tmp_path_factory.mktemp("horizontal")
     flat = THREE_LINK.horizontal()
-    control, q0 = lab_pd(flat, POSTURE, NARROW, duration=10.0)
-    run = GearedArm(flat).drive_run(control, 10.0, q0, rng=np.random.default_rng(4))
+    control, q0 = lab_pd(flat, POSTURE, NARROW, duration=8.0)
+    run = GearedArm(flat).drive_run(control, 8.0, q0, rng=np.random.default_rng(4))
     return {
         "bag": write_run(_biased(run, BIAS), folder / "flat_bag", lab=flat),
         "prior": flat.prior_scenario(folder / "prior.toml", driver={"effort_noise": 0.1, "seed": 3}),
