@@ -343,7 +343,8 @@ def _check_better(result: Result) -> None:
 
 
 def _fit_offsets(
-    rebuild: Callable[[Sequence[int] | None], Structure],
+    arm: Structure,
+    rebuild: Callable[[Sequence[int]], Structure],
     samples: Samples,
     prior: ArmSetup,
     names: Sequence[str],
@@ -351,11 +352,10 @@ def _fit_offsets(
     cutoff: float | None,
     demanded: bool,
 ) -> tuple[Structure, BaseFit, offsets.OffsetChoice | None]:
-    """Fit with every term, and again without the offsets the runs do not separate from the other terms.
+    """Fit ``arm`` (every term), and again without the offsets the runs do not separate from the other terms.
 
-    ``rebuild(kept)`` is the model with the offsets of the joints ``kept`` (``None``: every joint).
+    ``rebuild(kept)`` is the model with the offsets of the joints ``kept`` only.
     """
-    arm = rebuild(None)
     geometry = prior.skeleton
     base = fit(arm, samples, geometry, cutoff=cutoff)
     if not arm.offsets:
@@ -461,7 +461,8 @@ def identify(
     def rebuild(kept: Sequence[int] | None) -> Structure:
         return structure(geometry, prior.grav_vec, terms=terms, drive=prior.drive, offsets=kept)
 
-    check_count(rebuild(None), samples)
+    arm = rebuild(None)
+    check_count(arm, samples)
     assessment = checks.assess(recordings, samples.step)
     checks.check_motion(assessment)
     checks.check_rate(assessment)
@@ -473,7 +474,7 @@ def identify(
         recordings = cleaner
         samples = merge([align(recording) for recording in recordings])
     arm, base, choice = _fit_offsets(
-        rebuild, samples.unbiased(prior_bias), prior, names, cutoff=chosen, demanded=demand_offset
+        arm, rebuild, samples.unbiased(prior_bias), prior, names, cutoff=chosen, demanded=demand_offset
     )
     params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior.drive, terms=arm.terms)
     bias = None if params.offset is None else prior_bias + params.offset
