@@ -382,3 +382,21 @@ def test_the_driver_table_keeps_the_prior_s_keys_and_takes_the_estimates():
     assert driver_table(None, 2, {"effort_bias": 0.5}) == {"effort_bias": [0.5, 0.5]}
     with pytest.raises(IdentificationError, match=r"the twin: \[driver\].effort_bias has 3 values"):
         driver_table(None, 2, {"effort_bias": [0.1, 0.2, 0.3]})
+
+
+def test_an_offset_is_as_separate_from_a_link_s_gravity_as_the_link_sweeps_evenly():
+    from skelarm_ros.identification.offsets import SEPARATION, SWEEP, even_sweep_separation
+
+    sweeps = np.radians([10.0, 37.0, 91.0, 140.0, 270.0, 360.0])
+    figures = [even_sweep_separation(float(sweep)) for sweep in sweeps]
+    assert figures == sorted(figures) and figures[0] < 2e-3
+    assert figures[-1] == pytest.approx(1.0)
+    # the constant's residual after fitting cos and sin over an even sweep, by least squares
+    angles = np.linspace(-np.radians(20.0), np.radians(20.0), 20001)
+    columns = np.column_stack([np.cos(angles), np.sin(angles)])
+    residual = 1.0 - columns @ np.linalg.lstsq(columns, np.ones_like(angles), rcond=None)[0]
+    assert even_sweep_separation(np.radians(40.0)) == pytest.approx(
+        np.linalg.norm(residual) / np.sqrt(angles.size), rel=1e-3
+    )
+    assert even_sweep_separation(SWEEP) == pytest.approx(SEPARATION)
+    assert np.degrees(SWEEP) == pytest.approx(91.2, abs=0.05)
