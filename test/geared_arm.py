@@ -102,15 +102,7 @@ class Lab:
 
     def true_arm(self) -> skelarm.Skeleton:
         """The real arm: the nominal one with masses 5-10 % off, centres of mass and inertias off."""
-        rng = np.random.default_rng(self.seed)
-        arm = self.nominal_arm().clone()
-        for link in arm.links[1:]:
-            prop = link.prop
-            prop.m *= 1.0 + float(rng.choice([-1.0, 1.0]) * rng.uniform(0.05, 0.10))
-            prop.rgx += float(rng.uniform(-0.08, 0.08)) * prop.length
-            prop.rgy += float(rng.uniform(-0.03, 0.03)) * prop.length
-            prop.i *= float(rng.uniform(0.8, 1.25))
-        return arm
+        return true_arm(self.seed, self.nominal_arm())
 
     def biased(self, bias: float) -> Lab:
         """The same lab with a torque sensor reading ``bias`` N*m high on every arm joint."""
@@ -137,6 +129,22 @@ FOUR_LINK = Lab(
     sim_step=0.0005,
     delay=0.004,
 )
+TRUE_DRIVE = FOUR_LINK.drive
+
+
+def true_arm(seed: int = 4, base: skelarm.Skeleton | None = None) -> skelarm.Skeleton:
+    """A real arm: ``base`` (the four-link nominal arm) with masses 5-10 % off, centres of mass and inertias off."""
+    rng = np.random.default_rng(seed)
+    arm = (FOUR_LINK.nominal_arm() if base is None else base).clone()
+    for link in arm.links[1:]:
+        prop = link.prop
+        prop.m *= 1.0 + float(rng.choice([-1.0, 1.0]) * rng.uniform(0.05, 0.10))
+        prop.rgx += float(rng.uniform(-0.08, 0.08)) * prop.length
+        prop.rgy += float(rng.uniform(-0.03, 0.03)) * prop.length
+        prop.i *= float(rng.uniform(0.8, 1.25))
+    return arm
+
+
 THREE_LINK = Lab(
     nominal="excitation_vertical",
     joints=["shoulder", "elbow", "wrist"],
@@ -148,7 +156,7 @@ THREE_LINK = Lab(
 )
 
 
-def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, sim_step: float, gravity=GRAVITY) -> str:
+def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, gravity=GRAVITY, *, step: float = 0.0005) -> str:
     """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors."""
 
     def n(value) -> str:
@@ -170,7 +178,7 @@ def mujoco_xml(arm: skelarm.Skeleton, drive: JointDrive, sim_step: float, gravit
     motors = "".join(f'<motor joint="j{k + 1}" gear="1"/>' for k in range(arm.num_joints))
     return (
         '<mujoco model="geared_arm"><compiler angle="radian"/>'
-        f'<option timestep="{n(sim_step)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
+        f'<option timestep="{n(step)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
         "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody>"
         f"<actuator>{motors}</actuator></mujoco>"
     )
@@ -195,7 +203,7 @@ class GearedArm:
     def __init__(self, lab: Lab = FOUR_LINK, arm: skelarm.Skeleton | None = None):
         self.lab = lab
         self.arm = arm if arm is not None else lab.true_arm()
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, lab.drive, lab.sim_step, lab.gravity))
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, lab.drive, lab.gravity, step=lab.sim_step))
         self.data = mujoco.MjData(self.model)
         self.sub = round(lab.period / lab.sim_step)
 
