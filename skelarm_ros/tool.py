@@ -14,7 +14,9 @@ outputs and its errors:
   refused unless ``--force`` is given, so the rule is applied in this one place;
 - an error the tool expects (a bad file, a bad value) is one line
   ``<prog>: error: <sentence>`` on standard error and exit code :data:`FAILED`; nothing
-  else is printed then;
+  else is printed then, but for a result the tool refuses once it has it
+  (:class:`Refused`: a twin no better than its prior): its report, which holds the figures
+  the refusal rests on, and its notes come first;
 - what a user should know besides the result is printed as ``<prog>: note: <sentence>``
   lines on standard error, each once: the tool's own warnings (``UserWarning``) raised
   during the work, then the notes its work returns. Other warnings (a library's
@@ -63,6 +65,23 @@ class Done:
 
     report: Sequence[str] = ()
     notes: Sequence[str] = ()
+
+
+class Refused(Exception):
+    """A result the tool refuses once it has it: one sentence, and the report with the figures behind it.
+
+    Parameters
+    ----------
+    sentence : str
+        The refusal, naming the figures and the fix.
+    report : Sequence[str]
+        The report lines, printed on standard output before the error.
+    """
+
+    def __init__(self, sentence: str, report: Sequence[str]) -> None:
+        """Keep the sentence and the report."""
+        super().__init__(sentence)
+        self.report = tuple(report)
 
 
 def parser(prog: str, description: str, *, writes: bool = True) -> argparse.ArgumentParser:
@@ -129,14 +148,22 @@ def run_main(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             done = work(args)
+    except Refused as refused:
+        _say(prog, caught, Done(report=refused.report))
+        return _failed(prog, refused)
     except errors as error:
         return _failed(prog, error)
+    _say(prog, caught, done)
+    return DONE
+
+
+def _say(prog: str, caught: Sequence[warnings.WarningMessage], done: Done) -> None:
+    """Print the work's own warnings and notes (each once) on standard error, its report on standard output."""
     own = [str(item.message) for item in caught if issubclass(item.category, UserWarning)]
     for note in dict.fromkeys([*own, *done.notes]):
         print(f"{prog}: note: {note}", file=sys.stderr)
     for line in done.report:
         print(line)
-    return DONE
 
 
 def _failed(prog: str, error: Exception) -> int:

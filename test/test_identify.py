@@ -57,8 +57,10 @@ def test_noise_free_runs_give_the_base_parameters_exactly(num_links, gravity, tm
     result = identify([log], tmp_path / "twin.toml", scenario=scenario)
 
     inertial = 3 * num_links if gravity else 3 * num_links - 2
-    # armature, viscous and Coulomb friction and an offset per joint; the first armature regroups with Izz_j1
-    assert len(result.fit.values) == inertial + 4 * num_links - 1
+    # armature, viscous and Coulomb friction per joint (a log's torque is applied, no sensor's: no offset);
+    # the first armature regroups with Izz_j1
+    assert len(result.fit.values) == inertial + 3 * num_links - 1
+    assert result.offsets is None and "not the effort a driver publishes" in result.no_offset
     assert list(result.params.regrouped) == ["Ia_j1"]
     truth = base_of(result.fit, standard_of(arm, grav_vec))
     assert _relative_error(result.fit.values, truth) < EXACT
@@ -292,8 +294,22 @@ def test_masked_everywhere_is_too_few_samples(good, tmp_path, capsys):
         (lambda tmp, log: [str(log), "--scenario", str(tmp / "none.toml")], ("does not exist",)),
         (lambda tmp, log: [str(log), "--filter", "1000"], ("Nyquist",)),
         (lambda tmp, log: [str(log), "--validate", str(tmp / "gone.sklog.npz")], ("does not exist",)),
+        (
+            lambda tmp, log: [str(log), "--offset"],
+            ("--offset asks for the bias of the published effort, but the torque of", "logged torque"),
+        ),
+        (lambda tmp, log: [str(log), "--offset", "--without", "offset"], ("--without offset leaves out",)),
     ],
-    ids=["missing", "corrupt log", "not a bag", "missing prior", "filter above Nyquist", "missing held-out run"],
+    ids=[
+        "missing",
+        "corrupt log",
+        "not a bag",
+        "missing prior",
+        "filter above Nyquist",
+        "missing held-out run",
+        "offset of a torque no driver published",
+        "offset asked for and left out",
+    ],
 )
 def test_other_bad_inputs_are_refused(good, tmp_path, capsys, setup, words):
     _, _, log = good
@@ -321,8 +337,66 @@ def test_the_command_line_prints_the_report(good, tmp_path, capsys):
     _, _, log = good
     assert main([str(log), "-o", str(tmp_path / "twin.toml")]) == 0
     out = capsys.readouterr().out
-    for words in ("base parameters (11, FIGAROH double QR), condition number", "fit residual RMS", "twin: physically"):
+    for words in (
+        "base parameters (9, FIGAROH double QR), condition number",  # 4 inertial, armature, friction; no offset
+        "fit residual RMS",
+        "twin: physically",
+        "offsets: no torque offset: the torque of",
+    ):
         assert words in out
     assert math.isfinite(
         tomllib.loads((tmp_path / "twin.toml").read_text(encoding="utf-8"))["identification"]["condition_number"]
     )
+
+
+def test_a_twin_no_better_than_its_prior_on_held_out_runs_is_refused_with_the_figures(tmp_path, capsys):
+    """The prior is the true arm; the twin, fitted to noisy torques, can only be worse on a clean held-out run."""
+    rng = np.random.default_rng(31)
+    arm = wide_arm(rng, 2)
+    run = excitation_run(arm, duration=4.0)
+    tau = run.channel("tau")
+    noisy = save(
+        with_torque(run, tau + 0.02 * np.std(tau, axis=0) * rng.standard_normal(tau.shape)), tmp_path / "n.sklog.npz"
+    )
+    heldout = save(excitation_run(arm, duration=3.0, frequencies=HELDOUT_FREQUENCIES), tmp_path / "h.sklog.npz")
+    prior = write_toml(robot_tables(arm, simulator={"dt": 0.002}), tmp_path / "truth.toml")
+    output = tmp_path / "out" / "twin.toml"
+    output.parent.mkdir()
+    code = main([str(noisy), "--scenario", str(prior), "--validate", str(heldout), "-o", str(output)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "the twin is NOT better than its prior" in captured.out  # the report, with the figures
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("identify: error: the twin is not better than its prior"), lines
+    assert "nothing is written: keep the prior" in lines[0]
+    assert list(output.parent.iterdir()) == []
+
+
+def test_the_driver_table_keeps_the_prior_s_keys_and_takes_the_estimates():
+    from skelarm_ros.identification.twin import driver_table
+
+    prior = {"rate": 500.0, "effort_noise": 0.1, "effort_bias": [0.1, 0.2], "seed": 3}
+    table = driver_table(prior, 2, {"effort_bias": np.array([0.4, -0.3]), "command_delay": None})
+    assert table == {"rate": 500.0, "effort_noise": [0.1, 0.1], "effort_bias": [0.4, -0.3], "seed": 3}
+    assert driver_table(None, 2, {"effort_bias": None}) == {}
+    assert driver_table(None, 2, {"effort_bias": 0.5}) == {"effort_bias": [0.5, 0.5]}
+    with pytest.raises(IdentificationError, match=r"the twin: \[driver\].effort_bias has 3 values"):
+        driver_table(None, 2, {"effort_bias": [0.1, 0.2, 0.3]})
+
+
+def test_an_offset_is_as_separate_from_a_link_s_gravity_as_the_link_sweeps_evenly():
+    from skelarm_ros.identification.offsets import SEPARATION, SWEEP, even_sweep_separation
+
+    sweeps = np.radians([10.0, 37.0, 91.0, 140.0, 270.0, 360.0])
+    figures = [even_sweep_separation(float(sweep)) for sweep in sweeps]
+    assert figures == sorted(figures) and figures[0] < 2e-3
+    assert figures[-1] == pytest.approx(1.0)
+    # the constant's residual after fitting cos and sin over an even sweep, by least squares
+    angles = np.linspace(-np.radians(20.0), np.radians(20.0), 20001)
+    columns = np.column_stack([np.cos(angles), np.sin(angles)])
+    residual = 1.0 - columns @ np.linalg.lstsq(columns, np.ones_like(angles), rcond=None)[0]
+    assert even_sweep_separation(np.radians(40.0)) == pytest.approx(
+        np.linalg.norm(residual) / np.sqrt(angles.size), rel=1e-3
+    )
+    assert even_sweep_separation(SWEEP) == pytest.approx(SEPARATION)
+    assert np.degrees(SWEEP) == pytest.approx(91.2, abs=0.05)

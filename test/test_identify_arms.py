@@ -10,6 +10,7 @@ simulated arms is here too.
 from __future__ import annotations
 
 import math
+import pickle
 import tomllib
 import warnings
 
@@ -17,15 +18,13 @@ import numpy as np
 import pytest
 from excite import excitation_run, from_arrays, save, wide_arm
 from geared_arm import (
-    ARM_JOINTS,
+    FOUR_LINK,
     GRAVITY,
     HELDOUT_FREQUENCIES,
-    TRUE_DRIVE,
     GearedArm,
     excitation_controller,
     holding_controller,
-    nominal,
-    prior_scenario,
+    shared_folder,
     write_run,
 )
 
@@ -34,26 +33,36 @@ from skelarm_ros.identification.regressor import base_of, standard_of
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm
 
-JOINTS = ",".join(ARM_JOINTS)
+JOINTS = ",".join(FOUR_LINK.joints)
+TRUE_DRIVE = FOUR_LINK.drive
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """An excitation run (as recorded with velocities, and positions only), a held-out run, and the prior."""
-    folder = tmp_path_factory.mktemp("geared")
+def _simulate(folder):
+    """The excitation run (its bags with velocities, and positions only), a held-out run, and the prior."""
     arm = GearedArm()
     control, q0 = excitation_controller()
     run = arm.drive_run(control, 20.0, q0, rng=np.random.default_rng(0))
     held_control, held_q0 = excitation_controller(HELDOUT_FREQUENCIES, 10.0)
     held = arm.drive_run(held_control, 10.0, held_q0, rng=np.random.default_rng(1))
+    (folder / "run.pickle").write_bytes(pickle.dumps(run))
+    write_run(run, folder / "excitation_bag")
+    write_run(run, folder / "positions_bag", velocity=False, commands=False)
+    write_run(held, folder / "heldout_bag")
+    FOUR_LINK.prior_scenario(folder / "prior.toml")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The runs (simulated once per session), the arm, and a folder for twins."""
+    shared = shared_folder(tmp_path_factory, "geared", _simulate)
     return {
-        "arm": arm,
-        "run": run,
-        "folder": folder,
-        "bag": write_run(run, folder / "excitation_bag"),
-        "positions": write_run(run, folder / "positions_bag", velocity=False, commands=False),
-        "heldout": write_run(held, folder / "heldout_bag"),
-        "prior": prior_scenario(folder / "prior.toml"),
+        "arm": GearedArm(),
+        "run": pickle.loads((shared / "run.pickle").read_bytes()),
+        "folder": tmp_path_factory.mktemp("geared"),
+        "bag": shared / "excitation_bag",
+        "positions": shared / "positions_bag",
+        "heldout": shared / "heldout_bag",
+        "prior": shared / "prior.toml",
     }
 
 
@@ -225,4 +234,4 @@ def test_the_deviations_are_calibrated_on_noisy_runs(tmp_path):
 
 
 def test_nominal_is_the_reach_arm():
-    assert [link.prop.length for link in nominal().links[1:]] == [0.1, 0.25, 0.25, 0.15]
+    assert [link.prop.length for link in FOUR_LINK.nominal_arm().links[1:]] == [0.1, 0.25, 0.25, 0.15]

@@ -128,7 +128,7 @@ def test_the_controller_is_an_entry_point_and_the_bundled_scenarios_run_inside_t
     from skelarm_ros.control import build_control_loop
     from skelarm_ros.sim.scenario import load_arm
 
-    for name in ("excitation", "excitation_heldout", "excitation_cad_guess"):
+    for name in ("excitation", "excitation_heldout", "excitation_cad_guess", "excitation_vertical"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing scaled: the bundled tables fit their arms
             loop, problems = build_control_loop(name)
@@ -136,13 +136,52 @@ def test_the_controller_is_an_entry_point_and_the_bundled_scenarios_run_inside_t
         assert isinstance(loop.controller, excitation.ExcitationController)
         arm = load_arm(name)
         duration = loop.task.duration
-        log = run_controlled(ArmEngine(arm.skeleton, arm.dt), arm.skeleton.clone(), loop.controller, duration=duration)
+        engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec)
+        log = run_controlled(engine, arm.skeleton.clone(), loop.controller, duration=duration)
         lower, upper = _limits(arm.skeleton)
         q = log.channel("q")
         assert np.all(q > lower) and np.all(q < upper), name
         limits = np.array(loop.controller.effort_limits)
         assert np.all(np.abs(log.channel("tau")) <= limits), name
         assert np.all(np.ptp(q, axis=0) > math.radians(10.0)), name  # every joint moves
+
+
+def test_the_vertical_excitation_sweeps_every_link_wide_enough_to_separate_the_offsets_from_gravity():
+    from skelarm_ros.identification.offsets import SWEEP, link_sweeps
+    from skelarm_ros.sim.scenario import load_arm
+
+    arm = load_arm("excitation_vertical")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no narrow link to warn about
+        controller = build_controller(
+            arm.config["controller"], arm.skeleton, skelarm.Task.from_dict(arm.config["task"])
+        )
+    q, _, _ = controller.sines.sample_many(np.arange(0.0, controller.sines.duration, 0.01))
+    sweeps = [sweep.sweep for sweep in link_sweeps(q, arm.skeleton)]
+    assert min(sweeps) > 1.5 * SWEEP, np.degrees(sweeps)
+
+
+def test_an_excitation_under_gravity_says_which_links_its_postures_hold_too_narrowly():
+    from skelarm_ros.sim.scenario import load_arm
+
+    arm = load_arm("excitation_vertical").skeleton
+    arm.set_state(q=np.radians([40.0, 30.0, -20.0]))
+    task = sines_task(3, 10.0, amplitude=20.0)
+    params = {"law": "pd", "grav_vec": [0.0, -9.81]}
+    with pytest.warns(UserWarning) as caught:
+        build_controller(params, arm, task)
+    (message,) = [str(item.message) for item in caught]
+    assert message.startswith("the excitation cannot tell the joints' torque offsets from gravity: it holds link 1 ")
+    assert "sweeping each over 91 deg or more would separate them" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_controller({"law": "pd"}, arm, task)  # no gravity: nothing to separate the offsets from
+    arm.links[1].prop.qmin, arm.links[1].prop.qmax = np.radians(25.0), np.radians(55.0)
+    with pytest.warns(UserWarning) as caught:
+        build_controller(params, arm, task)
+    said = [str(item.message) for item in caught]
+    assert any("scaled to stay inside the joint limits: joint 1" in words for words in said), said
+    assert any("the joint limits allow link 1 only 30 deg" in words for words in said), said
 
 
 def test_skelarm_scenarios_accept_the_task():

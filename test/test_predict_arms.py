@@ -21,6 +21,7 @@ import math
 import signal
 import subprocess
 import sys
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import numpy as np
 import procs
 import pytest
 from excite import robot_tables, write_toml
-from geared_arm import ARM_JOINTS, GRAVITY, TRUE_DRIVE, GearedArm, excitation_controller, nominal, true_arm, write_run
+from geared_arm import FOUR_LINK, GRAVITY, GearedArm, excitation_controller, true_arm, write_run
 from sensor_msgs.msg import JointState
 
 from skelarm_ros.bags.angles import Angles, compare_angles, load_angles
@@ -39,10 +40,11 @@ from skelarm_ros.sim.scenario import load_arm
 
 REACH = 3.0  # s compared: the 2 s reach and a second held at the target
 START = [16.0, 16.0, 16.0, 16.0]  # degrees: a pose that reads back exactly from the twin's TOML
-DRIVER = "\n[driver]\nrate = 250\ncommand_delay = 0.004\nvelocity_noise = 0.02\neffort_noise = 0.02\nseed = 1\n"
-"""The stand-in driver's known settings, as a [driver] table (identify will write one itself)."""
+DRIVER = {"rate": 250, "command_delay": 0.004, "velocity_noise": 0.02, "effort_noise": 0.02, "seed": 1}
+"""The stand-in driver's known settings, as [driver] keys beside those identify wrote (its effort bias)."""
 STANDIN = {"rate": 250.0, "command_delay": 0.004, "velocity_noise": 0.02, "effort": True, "effort_noise": 0.02}
 PRIORITY = 50  # SCHED_FIFO for the driver and the controller, as on a real arm, where the user may
+ARM_JOINTS = FOUR_LINK.joints
 NAMES = ",".join(ARM_JOINTS)
 BOUND = 0.010  # rad RMS
 BETTER = 0.35  # the twin's error at most this share of the nominal model's
@@ -52,7 +54,7 @@ BETTER = 0.35  # the twin's error at most this share of the nominal model's
 def arms(tmp_path_factory) -> dict[str, Path]:
     """The nominal scenario (the prior), the identified twin, and each with the driver's [driver] table."""
     folder = tmp_path_factory.mktemp("predict")
-    arm = nominal()
+    arm = FOUR_LINK.nominal_arm()
     for link in arm.links[1:]:  # room for the arm to sag under gravity in its soft start
         link.prop.qmin, link.prop.qmax = -math.radians(170.0), math.radians(170.0)
     arm.set_state(q=np.radians(START))
@@ -72,7 +74,9 @@ def arms(tmp_path_factory) -> dict[str, Path]:
         assert identify(argv) == 0
     for name in ("nominal", "twin"):
         files[f"{name}_driver"] = folder / f"{name}_driver.toml"
-        files[f"{name}_driver"].write_text(files[name].read_text(encoding="utf-8") + DRIVER, encoding="utf-8")
+        config = tomllib.loads(files[name].read_text(encoding="utf-8"))
+        config["driver"] = {**config.get("driver", {}), **DRIVER}
+        write_toml(config, files[f"{name}_driver"])
     return files
 
 
@@ -89,7 +93,7 @@ def errors(hardware: Angles, twin: Angles, nominal_model: Angles) -> tuple[float
 
 def test_offline_the_twin_predicts_the_arms_reach_within_10_mrad_and_far_better_than_the_nominal_model(arms):
     loop, _ = twin_loop({"scenario": str(arms["twin"]), "hardware": "none", "mode": "realtime", "joint_names": NAMES})
-    driver = GearedArm(true_arm(4, load_arm(arms["nominal"]).skeleton), TRUE_DRIVE)  # its commands 4 ms late
+    driver = GearedArm(FOUR_LINK, true_arm(4, load_arm(arms["nominal"]).skeleton))  # its commands 4 ms late
 
     def control(t: float, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         return loop.control(ARM_JOINTS, q.tolist(), dq.tolist(), round(t * 1e9)).torque
@@ -162,7 +166,7 @@ def run_on_the_arm(arms: dict[str, Path], bag: Path, folder: Path) -> None:
     launch = procs.start([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments], log)
     try:
         probe.spin_until(
-            lambda: "control starts with this state" in log.read_text(),
+            lambda: "has a reader; control starts" in log.read_text(),
             procs.START_TIMEOUT,
             f"control\n{log.read_text()}",
         )

@@ -53,6 +53,20 @@ def test_an_expected_error_is_one_line_and_nothing_else_is_said() -> None:
     assert out == "half a report\n"
 
 
+def test_a_result_refused_once_made_shows_its_report_and_notes_then_one_error_line() -> None:
+    def work(_args) -> tool.Done:
+        warnings.warn("a joint's offset is left out", stacklevel=1)
+        raise tool.Refused("the twin is not better than its prior (3 % against 2 %)", ["held-out: twin 3 %, prior 2 %"])
+
+    code, out, err = run(work, [])
+    assert code == tool.FAILED == 1
+    assert out == "held-out: twin 3 %, prior 2 %\n"
+    assert err.splitlines() == [
+        "some_tool: note: a joint's offset is left out",
+        "some_tool: error: the twin is not better than its prior (3 % against 2 %)",
+    ]
+
+
 def test_an_error_the_tool_does_not_expect_is_not_hidden() -> None:
     def work(_args) -> tool.Done:
         raise RuntimeError("a bug")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 import skelarm
-from geared_arm import GearedArm
+from geared_arm import THREE_LINK, GearedArm
 
 from skelarm_ros.cli.predict import controller_params, predict, twin_loop
 from skelarm_ros.control.loop import build_control_loop
@@ -127,8 +128,8 @@ def _mujoco_reach(path: Path, period: float, delay: float) -> tuple[np.ndarray, 
     """
     setup = load_arm(path)
     loop, _ = twin_loop({"scenario": str(path), "hardware": "none", "mode": "realtime"})
-    arm = GearedArm(setup.skeleton, JointDrive.ideal(3), delay=delay, period=period)
-    arm.model.opt.gravity[:] = 0.0  # in the horizontal plane, as the scenario
+    lab = replace(THREE_LINK, drive=JointDrive.ideal(3), delay=delay, period=period, torque_lag=0.0, gravity=(0.0, 0.0))
+    arm = GearedArm(lab, setup.skeleton)  # in the horizontal plane, as the scenario
     names = loop.joint_names
 
     def control(t: float, q: np.ndarray, dq: np.ndarray) -> np.ndarray:

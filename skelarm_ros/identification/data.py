@@ -138,6 +138,9 @@ class Recording:
         Every torque recorded (commands and the joint states' effort); ``tau`` is one of them.
     velocity_recorded : bool
         Whether the joint states carried velocities.
+    from_angles : tuple[str, ...]
+        Joints whose recorded velocity was replaced by the angles' central difference
+        (:meth:`with_velocity_from_angles`).
     """
 
     source: Path
@@ -152,6 +155,20 @@ class Recording:
     skeleton: skelarm.Skeleton | None
     torques: list[Torque] = field(default_factory=list)
     velocity_recorded: bool = True
+    from_angles: tuple[str, ...] = ()
+
+    @property
+    def stepped(self) -> bool:
+        """Whether the frames are a simulator's semi-implicit Euler steps (:func:`.signals.semi_implicit`)."""
+        return self.velocity_recorded and not self.from_angles and semi_implicit(self.time, self.q, self.dq)
+
+    def with_velocity_from_angles(self, joints: Sequence[int]) -> Recording:
+        """Return the recording with the velocity of ``joints`` (columns) differentiated from the angles."""
+        if not joints:
+            return self
+        dq = self.dq.copy()
+        dq[:, list(joints)] = differentiate(self.time, self.q[:, list(joints)])
+        return replace(self, dq=dq, from_angles=tuple(self.joints[j] for j in joints))
 
     def selected(self, joints: Sequence[str], *, named: bool) -> Recording:
         """Return the recording with the columns of ``joints``, in their order (other joints left out).
@@ -223,6 +240,15 @@ class Recording:
         """Return the recording fitting ``torque`` (one of :attr:`torques`)."""
         return replace(self, tau=torque.values, timing=torque.timing, effort=torque.description)
 
+    @property
+    def published_effort(self) -> bool:
+        """Whether the torque is the effort the driver publishes in its joint states (applied until its frame).
+
+        That is a measurement (or the driver's own figure): its bias is the driver's
+        ``effort_bias``, a torque offset identification can find. Commands carry none.
+        """
+        return self.timing == UNTIL_FRAME
+
     def torque(self, kind: str) -> Torque | None:
         """Return the recorded torque of ``kind``, if any."""
         return next((torque for torque in self.torques if torque.kind == kind), None)
@@ -257,6 +283,9 @@ class Samples:
     midpoint : bool
         Whether the state is the step's midpoint (a continuous motion) rather than its
         start (semi-implicit Euler steps).
+    published : NDArray[np.bool_] | None
+        Per sample, whether its torque is the effort the driver publishes
+        (:attr:`Recording.published_effort`); ``None`` for none.
     """
 
     time: NDArray[np.float64]
@@ -272,10 +301,23 @@ class Samples:
     gaps: int
     uniform: bool
     midpoint: bool = False
+    published: NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         """Return the number of samples."""
         return int(self.q.shape[0])
+
+    @property
+    def published_rows(self) -> NDArray[np.bool_]:
+        """Per sample, whether its torque is the published effort (shape ``(S,)``)."""
+        return np.zeros(len(self), dtype=bool) if self.published is None else self.published
+
+    def unbiased(self, bias: NDArray[np.float64]) -> Samples:
+        """Return the samples with ``bias`` (N*m per joint) taken off the published effort's torques."""
+        rows = self.published_rows
+        if not np.any(bias) or not rows.any():
+            return self
+        return replace(self, tau=self.tau - np.where(rows[:, np.newaxis], bias, 0.0))
 
 
 # -- reading ---------------------------------------------------------------------------------------------
@@ -621,7 +663,7 @@ def align(recording: Recording) -> Samples:
     steps, gap, mean, uniform = steps_of(recording.time, recording.source)
     q, dq = recording.q[:-1], recording.dq[:-1]
     ddq = (recording.dq[1:] - dq) / steps[:, np.newaxis]
-    stepped = recording.velocity_recorded and semi_implicit(recording.time, recording.q, recording.dq)
+    stepped = recording.stepped
     if not stepped:  # a continuous motion: the mean acceleration over the step belongs to its midpoint
         q, dq = 0.5 * (q + recording.q[1:]), 0.5 * (dq + recording.dq[1:])
     tau = recording.tau[:-1] if recording.timing == FROM_FRAME else recording.tau[1:]
@@ -646,6 +688,7 @@ def align(recording: Recording) -> Samples:
         gaps=int(np.count_nonzero(gap)),
         uniform=uniform,
         midpoint=not stepped,
+        published=np.full(int(np.count_nonzero(valid)), recording.published_effort),
     )
 
 
@@ -679,4 +722,5 @@ def merge(parts: Sequence[Samples]) -> Samples:
         gaps=sum(part.gaps for part in parts),
         uniform=uniform,
         midpoint=any(part.midpoint for part in parts),
+        published=np.concatenate([part.published_rows for part in parts]),
     )

@@ -29,9 +29,14 @@ in degrees, as every skelarm TOML gives them):
   (degrees from each joint limit, default 5).
 
 Each joint's amplitudes are scaled down where ``o_j +- sum_k |a_jk|`` would come within
-``limit_margin`` of a limit. ``[controller]`` keys: ``law`` (``"pd"``, the default, needs
-no model; ``"computed_torque"`` uses the scenario's arm, with ``grav_vec``), ``kp``,
-``kd`` (one number or one per joint), ``effort_limits`` (N*m per joint): every amplitude
+``limit_margin`` of a limit. Under gravity (``[controller].grav_vec``) a planned reference
+that holds some link within less than :data:`.offsets.SWEEP` (91 deg) of posture is said
+in a warning: its run could not tell that joint's torque offset from gravity (identify
+leaves it out), and the warning names the link, its range and the sweep that would.
+
+``[controller]`` keys: ``law`` (``"pd"``, the default, needs no model;
+``"computed_torque"`` uses the scenario's arm, with ``grav_vec``), ``kp``, ``kd`` (one
+number or one per joint), ``effort_limits`` (N*m per joint): every amplitude
 is scaled down until the scenario's arm needs at most ``1 - headroom`` (default 0.7) of
 each limit along the reference, and the torque is clipped to the limits, so the command
 recorded is the torque applied.
@@ -51,6 +56,7 @@ import pinocchio as pin
 import skelarm
 from skelarm.control import TrackingController
 
+from skelarm_ros.identification.offsets import SWEEP, link_sweeps, narrow_links
 from skelarm_ros.sim.engine import build_model
 
 if TYPE_CHECKING:
@@ -399,7 +405,30 @@ def plan_reference(
     if effort_limits is not None and np.isfinite(effort_limits).any():
         model, _ = build_model(skeleton, gravity)
         reference = fit_effort_limits(model, reference, effort_limits, headroom)
+    if np.any(gravity):
+        narrow = narrow_postures(skeleton, reference)
+        if narrow:
+            warnings.warn(
+                f"the excitation cannot tell the joints' torque offsets from gravity: it holds {narrow} (widen the "
+                "amplitudes of the joints up to such a link, within their limits; docs/identification.md, "
+                "'Gravity, offsets and friction')",
+                stacklevel=2,
+            )
     return reference
+
+
+def narrow_postures(skeleton: skelarm.Skeleton, reference: SumOfSines) -> str:
+    """Say which links the reference sweeps too narrowly to tell a joint's torque offset from gravity; empty for none.
+
+    A link's sweep is the range of its angle from the base's x axis along the reference
+    (sampled at 20 Hz); below :data:`~skelarm_ros.identification.offsets.SWEEP` its
+    joint's offset is not told apart from its gravity.
+    """
+    q, _, _ = reference.sample_many(np.arange(0.0, reference.duration, 1.0 / _PHASE_RATE))
+    sweeps = link_sweeps(q, skeleton)
+    if all(sweep.sweep >= SWEEP for sweep in sweeps):
+        return ""
+    return narrow_links(sweeps, None, 0, "them")
 
 
 # -- the controller --------------------------------------------------------------------------------------

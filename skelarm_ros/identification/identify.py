@@ -7,10 +7,12 @@
 
 The stages are in :mod:`skelarm_ros.identification` (read and align, the data checks
 and the filter the data need, FIGAROH's regressor and base parameters with armature,
-friction and offsets, the physically consistent set closest to the prior, the twin);
-this module runs them in order, prints the report and writes the TOML and the torque
-plot beside it (``TWIN.png``), both only when every stage succeeded. See
-docs/identification.md.
+friction and the torque offsets the runs separate from gravity, the physically
+consistent set closest to the prior, the twin); this module runs them in order, prints
+the report and writes the TOML and the torque plot beside it (``TWIN.png``), both only
+when every stage succeeded. With held-out runs (``--validate``) a twin that does not
+predict their torques better than its prior is refused: the report is printed, nothing
+is written, exit code 1. See docs/identification.md.
 
 This module does not import rclpy.
 """
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from skelarm_ros import __version__, tool
-from skelarm_ros.identification import IdentificationError, checks
+from skelarm_ros.identification import IdentificationError, checks, offsets
 from skelarm_ros.identification.consistency import DEFAULT_COM_MARGIN, ConsistentSet, consistent_set
 from skelarm_ros.identification.data import (
     BagOptions,
@@ -42,13 +44,14 @@ from skelarm_ros.identification.data import (
 )
 from skelarm_ros.identification.regressor import (
     MODEL_TERMS,
-    TERM_UNITS,
     BaseFit,
+    Structure,
     applied_torque,
     check_count,
     fit,
     structure,
 )
+from skelarm_ros.identification.report import report_lines
 from skelarm_ros.identification.twin import (
     TABLE,
     Prediction,
@@ -57,14 +60,13 @@ from skelarm_ros.identification.twin import (
     toml_text,
     torque_figure,
     twin_config,
-    twin_skeleton,
 )
 from skelarm_ros.interface import split_names
 from skelarm_ros.outputs import check_new, write_atomically
-from skelarm_ros.sim.scenario import ArmSetup, JointDrive, ScenarioError, load_arm
+from skelarm_ros.sim.scenario import ArmSetup, ScenarioError, arm_from_config, load_arm
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import skelarm
     from numpy.typing import NDArray
@@ -90,8 +92,9 @@ class Result:
         The twin's link parameters.
     config : dict[str, Any]
         The twin's TOML tables.
-    twin, prior : skelarm.Skeleton
-        The twin and the prior arm.
+    twin, prior : ArmSetup
+        The twin as the simulator reads its tables, and the prior (its scenario, or the
+        arm the runs carry).
     grav_vec : NDArray[np.float64]
         The planar gravity of the model (m/s^2).
     geometry : str
@@ -111,8 +114,13 @@ class Result:
         two differ at it (a share of the torques' RMS).
     velocity : str
         Where the velocities came from.
-    prior_drive : JointDrive | None
-        The prior's armature and friction.
+    offsets : offsets.OffsetChoice | None
+        Which joints' torque offsets the runs separate, with the figures; ``None`` when the
+        offset is not in the model (see ``no_offset``).
+    no_offset : str
+        Why the offset is not in the model, when it is not.
+    effort_bias : NDArray[np.float64] | None
+        The twin's ``[driver].effort_bias`` (N*m per joint), when it has one.
     """
 
     joints: list[str]
@@ -120,8 +128,8 @@ class Result:
     fit: BaseFit
     params: ConsistentSet
     config: dict[str, Any]
-    twin: skelarm.Skeleton
-    prior: skelarm.Skeleton
+    twin: ArmSetup
+    prior: ArmSetup
     grav_vec: NDArray[np.float64]
     geometry: str
     efforts: list[str]
@@ -132,7 +140,9 @@ class Result:
     filter: str = ""
     lags: list[tuple[str, float, float]] = field(default_factory=list)
     velocity: str = ""
-    prior_drive: JointDrive | None = None
+    offsets: offsets.OffsetChoice | None = None
+    no_offset: str = ""
+    effort_bias: NDArray[np.float64] | None = None
 
 
 def _prior(scenario: str | Path | None) -> ArmSetup | None:
@@ -254,17 +264,29 @@ def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: Consisten
     }
     if not params.exact:
         record["torque_misfit"] = params.misfit
-    if params.offset is not None:
-        record["torque_offset"] = {
-            "note": "per joint (N*m): the bias of the recorded torque (a current sensor's); not simulated",
-            "joints": list(params.joints),
-            "values": params.offset.tolist(),
-        }
     if params.regrouped:
         record["regrouped"] = {
             name: f"kept at the prior's value; part of {base}" for name, base in params.regrouped.items()
         }
     return record
+
+
+def _offset_record(choice: offsets.OffsetChoice | None, no_offset: str, joints: Sequence[str]) -> dict:
+    """Return ``[identification.torque_offset]``: each joint's separation and verdict, or why there is none."""
+    if choice is None:
+        return {"torque_offset": {"note": no_offset}} if no_offset else {}
+    note = (
+        f"per joint: the offset's separation from the other terms (identified where at least {offsets.SEPARATION:g}); "
+        "identified offsets are the bias of the published effort, [driver].effort_bias"
+    )
+    return {
+        "torque_offset": {
+            "note": note,
+            "joints": list(joints),
+            "separation": choice.separation.tolist(),
+            "identified": [k in choice.kept for k in range(len(joints))],
+        }
+    }
 
 
 def _validate(
@@ -277,6 +299,7 @@ def _validate(
     cutoff: float | None,
 ) -> Prediction:
     recording = choose_torque(read_recording(path, options).selected(result.joints, named=named), effort)
+    recording = _cleaner_velocity(recording, float(np.median(np.diff(recording.time))), cutoff)
     samples = align(recording)
     if len(samples) == 0:
         msg = f"held-out run '{path}' has no usable sample (every step has a NaN or masked value)"
@@ -285,16 +308,71 @@ def _validate(
 
 
 def _prediction(result: Result, samples: Samples, source: str, cutoff: float | None) -> Prediction:
-    """Return the measured torques beside the twin's and the prior's, filtered alike as the fit was."""
-    measured = applied_torque(result.prior, samples)
+    """Return the measured torques beside the twin's and the prior's as the simulator runs them, filtered alike."""
+    measured = applied_torque(result.prior.skeleton, samples)
     time, measured, twin_tau, prior_tau = smooth_pair(
-        samples,
-        cutoff,
-        measured,
-        predict(result.twin, samples, result.grav_vec, result.params.drive, result.params.offset),
-        predict(result.prior, samples, result.grav_vec, result.prior_drive),
+        samples, cutoff, measured, predict(result.twin, samples), predict(result.prior, samples)
     )
     return Prediction(source, time, measured, twin_tau, prior_tau)
+
+
+class NotBetterError(IdentificationError):
+    """A twin that predicts a held-out run no better than its prior; ``result`` holds the figures."""
+
+    def __init__(self, message: str, result: Result) -> None:
+        """Keep the sentence and the result whose report shows the figures."""
+        super().__init__(message)
+        self.result = result
+
+
+def _check_better(result: Result) -> None:
+    """Refuse a twin whose held-out torque error is not below its prior's on every held-out run."""
+    for prediction in result.predictions:
+        if prediction.prior is None:
+            continue
+        twin = Prediction.error(prediction.twin, prediction.measured)
+        prior = Prediction.error(prediction.prior, prediction.measured)
+        if twin >= prior:
+            msg = (
+                f"the twin is not better than its prior on held-out run '{prediction.source}': its torques, as "
+                f"the simulator would run it, are {100.0 * twin:.3g} % RMS off where the prior's are "
+                f"{100.0 * prior:.3g} %; nothing is written: keep the prior, or record an exciting run of this "
+                "arm (docs/identification.md, 'Recording an exciting run')"
+            )
+            raise NotBetterError(msg, result)
+
+
+def _fit_offsets(
+    arm: Structure,
+    rebuild: Callable[[Sequence[int]], Structure],
+    samples: Samples,
+    prior: ArmSetup,
+    names: Sequence[str],
+    *,
+    cutoff: float | None,
+    demanded: bool,
+) -> tuple[Structure, BaseFit, offsets.OffsetChoice | None]:
+    """Fit ``arm`` (every term), and again without the offsets the runs do not separate from the other terms.
+
+    ``rebuild(kept)`` is the model with the offsets of the joints ``kept`` only.
+    """
+    geometry = prior.skeleton
+    base = fit(arm, samples, geometry, cutoff=cutoff)
+    if not arm.offsets:
+        return arm, base, None
+    choice = offsets.choose(
+        base, arm.offsets, samples, geometry, grav_vec=prior.grav_vec, joints=names, demanded=demanded
+    )
+    if choice.left_out:
+        kept = ", ".join(f"{prior.driver.effort_bias[k] if prior.driver else 0.0:g}" for k in choice.left_out)
+        warnings.warn(
+            f"identify leaves out {offsets.summary(choice, names)}; the twin keeps the prior's effort bias for "
+            f"{'it' if len(choice.left_out) == 1 else 'them'} ({kept} N*m)",
+            stacklevel=2,
+        )
+        arm = rebuild(choice.kept)
+        base = fit(arm, samples, geometry, cutoff=cutoff)
+    return arm, base, choice
 
 
 def identify(
@@ -308,6 +386,7 @@ def identify(
     end: Sequence[float | None] | float | None = None,
     validate: Sequence[str | Path] = (),
     terms: Sequence[str] = MODEL_TERMS,
+    demand_offset: bool = False,
     effort: str = "auto",
     cutoff: float | None = None,
     com_margin: float = DEFAULT_COM_MARGIN,
@@ -323,8 +402,8 @@ def identify(
         The twin's ``.toml`` (a robot file, or with ``scenario`` a full scenario).
     scenario : str | Path | None, optional
         The prior: a scenario or robot TOML (path or bundled name) with the arm's
-        geometry, its guessed inertial parameters (and armature, friction) and its
-        gravity; its other tables are kept.
+        geometry, its guessed inertial parameters (and armature, friction, the driver's
+        effort bias) and its gravity; its other tables are kept.
     bag : BagOptions | None, optional
         How to read bags (joint and command topics, clock, recovery), as ``bag_to_log``.
     joints : Sequence[str] | None, optional
@@ -333,10 +412,16 @@ def identify(
     start, end : Sequence[float | None] | float | None, optional
         A time window (s after each input's first frame): one value for all inputs, or one per input.
     validate : Sequence[str | Path], optional
-        Held-out runs whose torques the twin and the prior predict.
+        Held-out runs whose torques the twin and the prior predict, as the simulator runs
+        them; a twin no better than its prior on one of them is refused.
     terms : Sequence[str], optional
         What real arms have to identify beside the inertial parameters
-        (:data:`~skelarm_ros.identification.regressor.MODEL_TERMS`: all by default).
+        (:data:`~skelarm_ros.identification.regressor.MODEL_TERMS`: all by default). The
+        torque offset is identified only on the effort a driver publishes, and only for the
+        joints whose offset the runs separate from gravity and Coulomb friction
+        (:mod:`~skelarm_ros.identification.offsets`).
+    demand_offset : bool, optional
+        Refuse the runs unless they separate every joint's offset (``--offset``).
     effort : str, optional
         The torque to fit: ``auto`` (the measured effort when recorded beside the commands
         and usable, else the commands), ``measured`` or ``commands``.
@@ -356,17 +441,10 @@ def identify(
     Raises
     ------
     IdentificationError
-        With one sentence naming the problem; nothing is written then.
+        With one sentence naming the problem; nothing is written then
+        (:class:`NotBetterError`, with the result, for a twin no better than its prior).
     """
-    if not inputs:
-        msg = "no input; pass one or more bags or .sklog.npz logs of an exciting run"
-        raise IdentificationError(msg)
-    if not (math.isfinite(com_margin) and com_margin >= 0.0):
-        msg = f"--com-margin must be a share of the link's scale, zero or positive, got {com_margin}"
-        raise IdentificationError(msg)
-    if effort not in EFFORTS:
-        msg = f"unknown --effort '{effort}'; choose from {list(EFFORTS)}"
-        raise IdentificationError(msg)
+    _check_arguments(inputs, com_margin, effort)
     options = bag or BagOptions()
     target = Path(output)
     _check_output(target)
@@ -374,38 +452,45 @@ def identify(
     recordings = _read_all(inputs, options, joints, start=start, end=end, effort=effort)
     names = recordings[0].joints
     geometry, source = _geometry(prior_setup, recordings)
-    grav_vec = prior_setup.grav_vec if prior_setup is not None else np.zeros(2)
-    prior_drive = prior_setup.drive if prior_setup is not None else None
+    prior = prior_setup if prior_setup is not None else _embedded(geometry)
+    terms, no_offset = offsets.model_terms(terms, recordings, demanded=demand_offset)
     checks.check_torque(recordings)
     samples = merge([align(recording) for recording in recordings])
-    arm = structure(geometry, grav_vec, terms=terms, drive=prior_drive)
+    prior_bias = prior.driver.effort_bias if prior.driver is not None else np.zeros(len(names))
+
+    def rebuild(kept: Sequence[int] | None) -> Structure:
+        return structure(geometry, prior.grav_vec, terms=terms, drive=prior.drive, offsets=kept)
+
+    arm = rebuild(None)
     check_count(arm, samples)
     assessment = checks.assess(recordings, samples.step)
     checks.check_motion(assessment)
     checks.check_rate(assessment)
     checks.check_saturation(recordings)
     checks.warn_irregular(recordings, samples)
-    if cutoff is None:
-        chosen, why = checks.choose_cutoff(assessment)
-    elif cutoff == 0.0:
-        chosen, why = None, "none (--filter 0)"
-    else:
-        chosen, why = cutoff, f"zero-phase 4th-order Butterworth at {cutoff:g} Hz on torques and regressor alike"
-    base = fit(arm, samples, geometry, cutoff=chosen)
-    params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior_drive, terms=arm.terms)
+    chosen, why = _filter(cutoff, assessment)
+    cleaner = [_cleaner_velocity(recording, samples.step, chosen) for recording in recordings]
+    if any(r is not q for r, q in zip(cleaner, recordings, strict=True)):
+        recordings = cleaner
+        samples = merge([align(recording) for recording in recordings])
+    arm, base, choice = _fit_offsets(
+        arm, rebuild, samples.unbiased(prior_bias), prior, names, cutoff=chosen, demanded=demand_offset
+    )
+    params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior.drive, terms=arm.terms)
+    bias = None if params.offset is None else prior_bias + params.offset
     first = recordings[0].q[np.isfinite(recordings[0].q).all(axis=1)]
     config = twin_config(
         geometry,
         params,
         prior_config=prior_setup.config if prior_setup is not None else None,
         initial_q=first[0] if len(first) else np.zeros(len(names)),
-        record=_record(inputs, base, params, samples),
+        record={**_record(inputs, base, params, samples), **_offset_record(choice, no_offset, names)},
+        driver={"effort_bias": bias},
     )
-    twin = twin_skeleton(config)
-    result = Result(
-        names, samples, base, params, config, twin, geometry, grav_vec, source, [r.effort for r in recordings]
-    )
-    result.assessment, result.filter, result.prior_drive = assessment, why, prior_drive
+    efforts = [r.effort for r in recordings]
+    result = Result(names, samples, base, params, config, _twin_setup(config), prior, prior.grav_vec, source, efforts)
+    result.offsets, result.no_offset, result.effort_bias = choice, no_offset, bias
+    result.assessment, result.filter = assessment, why
     result.velocity = _velocity_words(recordings, assessment)
     for recording in recordings:
         lag = command_lag(recording)
@@ -415,14 +500,67 @@ def identify(
         result.predictions.append(
             _validate(path, result, options=options, named=bool(joints), effort=effort, cutoff=chosen)
         )
+    _check_better(result)
     _write(result, target, plot=plot, cutoff=chosen)
     return result
+
+
+def _check_arguments(inputs: Sequence[str | Path], com_margin: float, effort: str) -> None:
+    if not inputs:
+        msg = "no input; pass one or more bags or .sklog.npz logs of an exciting run"
+        raise IdentificationError(msg)
+    if not (math.isfinite(com_margin) and com_margin >= 0.0):
+        msg = f"--com-margin must be a share of the link's scale, zero or positive, got {com_margin}"
+        raise IdentificationError(msg)
+    if effort not in EFFORTS:
+        msg = f"unknown --effort '{effort}'; choose from {list(EFFORTS)}"
+        raise IdentificationError(msg)
+
+
+def _filter(cutoff: float | None, assessment: checks.Assessment) -> tuple[float | None, str]:
+    """Return the filter's cut-off (Hz, ``None`` for none) and why: the data's choice, or ``--filter``."""
+    if cutoff is None:
+        return checks.choose_cutoff(assessment)
+    if cutoff == 0.0:
+        return None, "none (--filter 0)"
+    return cutoff, f"zero-phase 4th-order Butterworth at {cutoff:g} Hz on torques and regressor alike"
+
+
+def _cleaner_velocity(recording: Recording, step: float, cutoff: float | None) -> Recording:
+    """Return the recording with each joint's velocity from its angles where they are cleaner below the cut-off.
+
+    Only on a continuous motion: a simulator's semi-implicit Euler steps keep their
+    recorded velocities, whose forward difference is exactly the acceleration.
+    """
+    if cutoff is None or not recording.velocity_recorded or recording.stepped:
+        return recording
+    cleaner = checks.cleaner_from_angles(checks.assess([recording], step), cutoff)
+    return recording.with_velocity_from_angles([j for j, flag in enumerate(cleaner) if flag])
+
+
+def _embedded(skeleton: skelarm.Skeleton) -> ArmSetup:
+    """Return the prior the runs carry (their robot, no gravity, no drive), as a scenario would give it."""
+    return ArmSetup(path=None, config={}, skeleton=skeleton, dt=0.002, enforce_limits=True)
+
+
+def _twin_setup(config: dict[str, Any]) -> ArmSetup:
+    """Return the twin as the simulator reads its tables."""
+    try:
+        return arm_from_config(config, "the twin")
+    except ScenarioError as error:
+        raise IdentificationError(str(error)) from None
 
 
 def _velocity_words(recordings: Sequence[Recording], assessment: checks.Assessment) -> str:
     recorded = [r.velocity_recorded for r in recordings]
     steps = [j.quantum for j in assessment.joints if j.quantum]
     encoder = f"; encoder step {max(steps):.3g} rad" if steps else ""
+    derived = list(dict.fromkeys(name for r in recordings for name in r.from_angles))
+    if derived:
+        encoder += (
+            f"; {', '.join(derived)} from the angles' central differences instead, which are cleaner below the "
+            "filter's cut-off than the recorded velocity"
+        )
     if all(recorded):
         return "recorded in the joint states" + encoder
     how = "differentiated from the positions (central differences)"
@@ -447,106 +585,6 @@ def _write(result: Result, target: Path, *, plot: bool, cutoff: float | None) ->
         picture = target.with_suffix(".png")
         write_atomically(picture, lambda path: figure.savefig(path, dpi=110, format="png"))
         result.plot = picture
-
-
-# -- the report ------------------------------------------------------------------------------------------
-
-
-def _number(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def report_lines(result: Result) -> list[str]:
-    """Return the printed report: data, filter, base parameters, fit, twin, held-out errors, files."""
-    s, f = result.samples, result.fit
-    lines = [
-        f"data: {f.samples} samples of {len(result.joints)} joints {result.joints} from {s.frames} frames "
-        f"({s.dropped} steps dropped as NaN or masked, {s.gaps} at gaps in the recording"
-        + (f", {f.filtered_out} at the ends of filtered runs" if f.filtered_out else "")
-        + f"), step {s.step:.6g} s{'' if s.uniform else ' (not uniform)'}",
-        *(f"torque: {effort}" for effort in dict.fromkeys(result.efforts)),
-    ]
-    for source, lag, misfit in result.lags:
-        lines.append(
-            f"command lag: the commands of {source} show in its measured effort {1e3 * lag:.3g} ms after their "
-            f"stamp (the two then differ by {100 * misfit:.3g} % RMS)"
-        )
-    if result.velocity:
-        lines.append(f"velocity: {result.velocity}")
-    if result.assessment is not None:
-        a = result.assessment
-        lines.append(
-            f"motion: {a.rate:.4g} Hz sampling, motion up to {a.motion:.3g} Hz; sweep "
-            + ", ".join(f"{j.name} {math.degrees(j.sweep):.3g} deg" for j in a.joints)
-        )
-    if result.filter:
-        lines.append(f"filter: {result.filter}")
-    lines += [
-        f"model: {result.geometry}, planar gravity {result.grav_vec.tolist()} m/s^2"
-        + (f", with {', '.join(result.params.terms)} per joint" if result.params.terms else ""),
-        f"base parameters ({len(f.names)}, FIGAROH double QR), condition number {f.condition:.4g}:",
-        f"  {'value':>12} {'std':>10} {'std %':>8} {'prior':>12}  expression",
-    ]
-    for name, value, std, prior in zip(f.names, f.values, f.std, f.prior, strict=True):
-        relative = f"{100.0 * std / abs(value):.2g}" if value else "-"
-        lines.append(f"  {_number(value):>12} {std:>10.2g} {relative:>8} {_number(prior):>12}  {name}")
-    seconds = f.block * s.step
-    lines.append(
-        f"standard deviations: from the residuals' correlation in time (sums over blocks of {f.block} samples, "
-        f"{seconds:.3g} s): the {f.samples} samples are worth {f.effective:.4g} independent ones"
-    )
-    lines.append(
-        "fit residual RMS per joint: "
-        + ", ".join(
-            f"{joint} {res:.3g} N*m ({100.0 * res / rms:.2g} %)"
-            for joint, res, rms in zip(result.joints, f.residual_rms, f.torque_rms, strict=True)
-        )
-    )
-    lines += _twin_lines(result)
-    for prediction in result.predictions:
-        twin_error = Prediction.error(prediction.twin, prediction.measured)
-        line = (
-            f"held-out {prediction.source} ({len(prediction.time)} samples): "
-            f"torque RMS error twin {100.0 * twin_error:.3g} %"
-        )
-        if prediction.prior is not None:
-            line += f", prior {100.0 * Prediction.error(prediction.prior, prediction.measured):.3g} %"
-        lines.append(line)
-    if result.output is not None:
-        lines.append(f"wrote {result.output}" + (f" and {result.plot}" if result.plot else ""))
-    return lines
-
-
-def _twin_lines(result: Result) -> list[str]:
-    p = result.params
-    how = "reproduces the base parameters" if p.exact else f"nearest consistent set, torque misfit {p.misfit:.3g}"
-    lines = [f"twin: physically consistent, closest to the prior, {how}:"]
-    header = ("link", "mass kg", "(prior)", "com x, y m", "(prior)", "inertia", "(prior)")
-    lines.append("  {:<6} {:>9} {:>9} {:>20} {:>20} {:>10} {:>10}".format(*header))
-    for k, (link, prior, verdict) in enumerate(zip(p.links, result.prior.links[1:], p.feasibility, strict=True)):
-        q = prior.prop
-        lines.append(
-            f"  {k + 1:<6} {link.mass:>9.4g} {q.m:>9.4g} {link.com[0]:>9.4g},{link.com[1]:>10.4g} "
-            f"{q.rgx:>9.4g},{q.rgy:>10.4g} {link.inertia:>10.4g} {q.i:>10.4g}"
-            + ("" if verdict == "feasible" else f"  FIGAROH: {verdict}")
-        )
-    columns = {"armature": p.drive.armature, "viscous": p.drive.viscous, "coulomb": p.drive.coulomb}
-    if p.offset is not None:
-        columns["offset"] = p.offset
-    shown = [term for term in p.terms if term in columns]
-    if shown:
-        lines.append(
-            "  joint   " + " ".join(f"{term + ' ' + TERM_UNITS[term]:>20}" for term in shown) + "   (simulated: "
-            "armature, viscous, coulomb; the offset is the sensor's)"
-        )
-        for k, joint in enumerate(p.joints):
-            lines.append(f"  {joint:<7} " + " ".join(f"{float(columns[term][k]):>20.4g}" for term in shown))
-    for name, base in p.regrouped.items():
-        lines.append(
-            f"  {name} cannot be told apart from the first link's inertia about its joint (base parameter "
-            f"{base}): regrouped into it; the twin keeps the prior's value"
-        )
-    return lines
 
 
 # -- command line ----------------------------------------------------------------------------------------
@@ -614,7 +652,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--without",
         metavar="TERMS",
-        help=f"leave out of the model, comma separated: {', '.join(MODEL_TERMS)} (default: identify all)",
+        help=f"leave out of the model, comma separated: {', '.join(MODEL_TERMS)} (default: identify all; the "
+        "offset where the runs separate it from gravity)",
+    )
+    parser.add_argument(
+        "--offset",
+        action="store_true",
+        help="identify every joint's torque offset (the published effort's bias), or refuse runs that do not "
+        "separate it from gravity and Coulomb friction",
     )
     parser.add_argument(
         "--filter",
@@ -638,7 +683,14 @@ def _outputs(args: argparse.Namespace) -> list[Path]:
 
 
 def _identify(args: argparse.Namespace) -> tool.Done:
-    result = identify(
+    try:
+        return tool.Done(report=report_lines(_run(args)))
+    except NotBetterError as refused:
+        raise tool.Refused(str(refused), report_lines(refused.result)) from None
+
+
+def _run(args: argparse.Namespace) -> Result:
+    return identify(
         args.inputs,
         args.output,
         scenario=args.scenario,
@@ -648,12 +700,12 @@ def _identify(args: argparse.Namespace) -> tool.Done:
         end=_numbers(args.end, "--end"),
         validate=args.validate,
         terms=_terms(args.without),
+        demand_offset=args.offset,
         effort=args.effort,
         cutoff=args.filter,
         com_margin=args.com_margin,
         plot=not args.no_plot,
     )
-    return tool.Done(report=report_lines(result))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -665,4 +717,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["TABLE", "Result", "identify", "main", "report_lines"]
+__all__ = ["TABLE", "NotBetterError", "Result", "identify", "main", "report_lines"]

@@ -141,6 +141,8 @@ class Structure:
         Which of ``params_r`` FIGAROH took as the independent (base) columns.
     terms : tuple[str, ...]
         What real arms have that is in the model (of :data:`MODEL_TERMS`).
+    offsets : tuple[int, ...]
+        The joints (0-based) whose torque offset is in the model (none without ``offset`` in ``terms``).
     """
 
     model: pin.Model
@@ -151,6 +153,7 @@ class Structure:
     rank: int
     base_columns: list[int]
     terms: tuple[str, ...]
+    offsets: tuple[int, ...] = ()
     _robot: Any = None
 
     @property
@@ -187,6 +190,7 @@ def structure(
     *,
     terms: Sequence[str] = (),
     drive: JointDrive | None = None,
+    offsets: Sequence[int] | None = None,
 ) -> Structure:
     """Work out the arm's regressor structure from random states (no data needed).
 
@@ -201,6 +205,9 @@ def structure(
         viscous and Coulomb friction, torque offset); none by default.
     drive : JointDrive | None, optional
         The prior's armature and friction (zero when ``None``).
+    offsets : Sequence[int] | None, optional
+        With ``offset`` in ``terms``: the joints (0-based) whose torque offset is in the
+        model; ``None`` for every joint. An empty list leaves the term out.
 
     Returns
     -------
@@ -215,7 +222,10 @@ def structure(
     if unknown:
         msg = f"unknown model term {', '.join(unknown)}; choose from {list(MODEL_TERMS)}"
         raise IdentificationError(msg)
-    chosen = tuple(term for term in MODEL_TERMS if term in terms)
+    offset_joints = tuple(joints if offsets is None else sorted(set(offsets) & set(joints)))
+    chosen = tuple(term for term in MODEL_TERMS if term in terms and (term != "offset" or offset_joints))
+    if "offset" not in chosen:
+        offset_joints = ()
     prior = drive if drive is not None else JointDrive.ideal(n)
     config: dict[str, Any] = {
         "act_idxq": joints,  # FIGAROH does not fill these in itself
@@ -245,7 +255,8 @@ def structure(
     # viscous without Coulomb friction, or the other way round: FIGAROH adds both, the other is left out
     off = {TERM_KEYS[term] for term in ("viscous", "coulomb") if config["has_friction"] and term not in chosen}
     names = list(standard)
-    dropped = [index for index, name in enumerate(names) if name.split("_", 1)[0] in off]
+    without = {f"{TERM_KEYS['offset']}_j{k + 1}" for k in joints if k not in offset_joints}
+    dropped = [index for index, name in enumerate(names) if name.split("_", 1)[0] in off or name in without]
     eliminated = sorted(set(eliminated) | set(dropped))
     params_r = [name for index, name in enumerate(names) if index not in set(eliminated)]
     active = [index for index in range(matrix.shape[1]) if index not in set(eliminated)]
@@ -253,7 +264,9 @@ def structure(
     reduced = fig.build_regressor_reduced(matrix, eliminated)
     _, _, names, _ = decomposer.double_decomposition(np.zeros(reduced.shape[0]), reduced, list(params_r))
     base_columns = list(decomposer.get_base_indices() or [])
-    return Structure(model, config, standard, active, list(params_r), len(names), base_columns, chosen, robot)
+    return Structure(
+        model, config, standard, active, list(params_r), len(names), base_columns, chosen, offset_joints, robot
+    )
 
 
 @dataclass
@@ -279,6 +292,8 @@ class BaseFit:
         ``M`` with ``phi = M theta_r``, shape ``(r, len(params_r))``.
     params_r : list[str]
         The acting standard parameters (columns of ``mapping``).
+    columns : list[str]
+        The standard parameter whose regressor column each base parameter's is (FIGAROH's pivots).
     condition : float
         Condition number of the base regressor (FIGAROH's ``cond_num``).
     residual_rms : NDArray[np.float64]
@@ -307,6 +322,7 @@ class BaseFit:
     prior: NDArray[np.float64]
     mapping: NDArray[np.float64]
     params_r: list[str]
+    columns: list[str]
     condition: float
     residual_rms: NDArray[np.float64]
     torque_rms: NDArray[np.float64]
@@ -516,7 +532,8 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
             "velocity and acceleration, e.g. the bundled excitation scenario"
         )
         raise IdentificationError(msg)
-    w_base = reduced[:, decomposer.get_base_indices()]
+    base_indices = list(decomposer.get_base_indices())
+    w_base = reduced[:, base_indices]
     residual = stacked - w_base @ phi
     gram = w_base.T @ w_base
     std, block, effective = deviations(w_base, residual, segment, gram)
@@ -528,6 +545,7 @@ def fit(arm: Structure, samples: Samples, skeleton: skelarm.Skeleton, *, cutoff:
         prior=np.asarray(phi_prior, dtype=np.float64),
         mapping=np.asarray(decomposer.get_M(), dtype=np.float64),
         params_r=list(arm.params_r),
+        columns=[arm.params_r[index] for index in base_indices],
         condition=float(fig.cond_num(w_base)),
         residual_rms=np.sqrt(np.mean(per_joint**2, axis=1)),
         torque_rms=np.sqrt(np.mean(torque**2, axis=0)),

@@ -94,7 +94,7 @@ def semi_implicit(time: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray
     return bool(weights[0] < _STEPPED_SHARE)
 
 
-_STEPPED_CUTOFF = 0.05  # of the sampling rate: the low-pass before telling Euler steps from a continuous motion
+_STEPPED_CUTOFF = 0.01  # of the sampling rate: the low-pass before telling Euler steps from a continuous motion
 _STEPPED_PAD = 27  # sosfiltfilt's padding of a 4th-order filter
 
 

@@ -7,11 +7,19 @@ The twin keeps the prior's geometry (base, lengths, joint limits) and takes the
 identified masses, centres of mass and inertias, and each joint's identified armature,
 viscous and Coulomb friction as the per-link keys ``armature``, ``viscous`` and
 ``coulomb`` (skelarm ignores keys it does not know, so the file loads there too; this
-package's simulator runs them, :class:`skelarm_ros.sim.engine.ArmEngine`). With a prior
-scenario every other table of it is kept as it was, so the output runs as a scenario at
-once. An ``[identification]`` table records how the twin was made (inputs, base
-parameters with their standard deviations, condition number, residuals, the torque
-offsets of the sensors); skelarm and this package's nodes do not read it.
+package's simulator runs them, :class:`skelarm_ros.sim.engine.ArmEngine`). What the
+driver does goes to its ``[driver]`` table (:func:`driver_table`, the one place that
+builds it): an identified torque offset is the driver's ``effort_bias``, the bias of the
+effort it publishes. With a prior scenario every other table of it is kept as it was
+(its ``[driver]`` keys too, the estimates in place of theirs), so the output runs as a
+scenario at once. An ``[identification]`` table records how the twin was made (inputs,
+base parameters with their standard deviations, condition number, residuals, the
+offsets' separation from gravity); skelarm and this package's nodes do not read it.
+
+The torques a twin predicts (:func:`predict`) are computed as the simulator runs the
+scenario: from the tables as :func:`skelarm_ros.sim.scenario.arm_from_config` reads them,
+the rigid body with the armature by the engine's Pinocchio model, the drive's friction,
+and, for the effort a driver publishes, its effort bias; nothing the simulator leaves out.
 
 This module does not import rclpy.
 """
@@ -31,17 +39,19 @@ from skelarm.recording import dump_toml
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.signals import GAP_FACTOR, lowpass
 from skelarm_ros.outputs import agg_figure
+from skelarm_ros.sim.driver import TABLE as DRIVER_TABLE
+from skelarm_ros.sim.driver import driver_from_config
 from skelarm_ros.sim.engine import build_model
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from matplotlib.figure import Figure
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import NDArray
 
     from skelarm_ros.identification.consistency import ConsistentSet
     from skelarm_ros.identification.data import Samples
-    from skelarm_ros.sim.scenario import JointDrive
+    from skelarm_ros.sim.scenario import ArmSetup
 
 TABLE = "identification"
 _PLOT_POINTS = 1200  # samples drawn per line at most
@@ -59,6 +69,7 @@ def twin_config(
     prior_config: Mapping[str, Any] | None,
     initial_q: NDArray[np.float64],
     record: Mapping[str, Any],
+    driver: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return the twin's TOML tables.
 
@@ -75,6 +86,9 @@ def twin_config(
         Initial pose (rad) of a robot file, clipped to the limits.
     record : Mapping[str, Any]
         The ``[identification]`` table.
+    driver : Mapping[str, Any] | None, optional
+        What was estimated of the driver (``[driver]`` keys: ``effort_bias``, ...), written
+        over the prior's ``[driver]`` keys by :func:`driver_table`.
 
     Returns
     -------
@@ -108,8 +122,48 @@ def twin_config(
         for key in DRIVE_TERMS:
             if key in params.terms or columns[key][k] != 0.0:
                 table[key] = float(columns[key][k])
+    table = driver_table(config.get(DRIVER_TABLE), len(links), driver or {})
+    if table:
+        config[DRIVER_TABLE] = table
     config[TABLE] = dict(record)
     return config
+
+
+def driver_table(prior: Mapping[str, Any] | None, num_joints: int, estimates: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the twin's ``[driver]`` table: the prior's keys, each estimated one in place of the prior's.
+
+    Parameters
+    ----------
+    prior : Mapping[str, Any] | None
+        The prior scenario's ``[driver]`` table (as the simulator read it), or ``None``.
+    num_joints : int
+        The arm's joints.
+    estimates : Mapping[str, Any]
+        What was estimated of the driver, by ``[driver]`` key (``effort_bias``: N*m per
+        joint, a number, a list or an array); ``None`` values are left out.
+
+    Returns
+    -------
+    dict[str, Any]
+        The table as :func:`skelarm_ros.sim.driver.driver_from_config` reads it back (per-joint
+        keys as one number per joint); empty when neither the prior nor the estimates give a key.
+
+    Raises
+    ------
+    IdentificationError
+        If the prior's table is not one the simulator reads (its sentence).
+    """
+    table = dict(prior or {})
+    for key, value in estimates.items():
+        if value is not None:
+            table[key] = value.tolist() if isinstance(value, np.ndarray) else value
+    if not table:
+        return {}
+    try:
+        spec = driver_from_config({DRIVER_TABLE: table}, num_joints, "the twin")
+    except ValueError as error:
+        raise IdentificationError(str(error)) from None
+    return {} if spec is None else spec.table()
 
 
 def twin_skeleton(config: Mapping[str, Any]) -> skelarm.Skeleton:
@@ -135,27 +189,35 @@ def toml_text(config: Mapping[str, Any]) -> str:
 # -- prediction ------------------------------------------------------------------------------------------
 
 
-def predict(
-    skeleton: skelarm.Skeleton,
-    samples: Samples,
-    grav_vec: ArrayLike | None = None,
-    drive: JointDrive | None = None,
-    offset: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """Return the torque the arm needs for each sample, shape ``(S, N)``.
+def predict(setup: ArmSetup, samples: Samples) -> NDArray[np.float64]:
+    """Return the torque a scenario's arm needs for each sample, as the simulator runs it, shape ``(S, N)``.
 
-    RNEA of the model with the drive's armature, plus its friction
-    (:meth:`JointDrive.friction_torque`) and the sensors' offsets when given.
+    Parameters
+    ----------
+    setup : ArmSetup
+        The scenario as the simulator reads it (:func:`skelarm_ros.sim.scenario.arm_from_config`).
+    samples : Samples
+        The states and accelerations; where a sample's torque is the effort the driver
+        publishes (:attr:`~skelarm_ros.identification.data.Samples.published`), the
+        driver's ``effort_bias`` is in it (not in a command).
+
+    Returns
+    -------
+    NDArray[np.float64]
+        RNEA of the engine's model with the drive's armature and the scenario's gravity, plus
+        the drive's friction (:meth:`~skelarm_ros.sim.scenario.JointDrive.friction_torque`),
+        plus the effort bias where the torque is the published effort.
     """
-    model, _ = build_model(skeleton, grav_vec, None if drive is None else drive.armature)
+    drive = setup.drive
+    model, _ = build_model(setup.skeleton, setup.grav_vec, None if drive is None else drive.armature)
     data = model.createData()
     out = np.empty_like(samples.tau)
     for row in range(len(samples)):
         out[row] = pin.rnea(model, data, samples.q[row], samples.dq[row], samples.ddq[row])
     if drive is not None:
         out += drive.friction_torque(samples.dq)
-    if offset is not None:
-        out += offset
+    if setup.driver is not None:
+        out += np.where(samples.published_rows[:, np.newaxis], setup.driver.effort_bias, 0.0)
     return out
 
 
