@@ -15,16 +15,24 @@ from skelarm_ros.cli.launcher import LaunchError, Planned, Runner, main, parse_a
 from skelarm_ros.cli.transport import PROFILES_FILE_VARIABLE, USER_PROFILE_VARIABLES, graph_profile
 
 # A stand-in node: says hello, exits with `code` after `life` seconds, and on SIGINT says so and
-# exits 0 (or, with ignore, keeps running). `python -S` keeps it quick to start.
+# exits 0 (or, with ignore, keeps running). `python -S` keeps it quick to start. With a folder, it
+# leaves a file of its label there once its handler is set, and its life starts only when the files
+# of the labels it waits for are there: on a busy machine a short life must not end before the other
+# node can take its SIGINT.
 NODE = """
-import signal, sys, time
+import os, signal, sys, time
 code, life, ignore = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "ignore"
+folder, label, waits = sys.argv[4], sys.argv[5], [w for w in sys.argv[6].split(",") if w]
 def on_sigint(signum, frame):
     if not ignore:
         print("got SIGINT", flush=True)
         sys.exit(0)
 signal.signal(signal.SIGINT, on_sigint)
 print("hello", flush=True)
+if folder:
+    open(os.path.join(folder, label), "w").close()
+    while not all(os.path.exists(os.path.join(folder, w)) for w in waits):
+        time.sleep(0.01)
 end = time.monotonic() + life
 while time.monotonic() < end:
     time.sleep(0.01)
@@ -32,8 +40,10 @@ sys.exit(code)
 """
 
 
-def node(label, code=0, life=60.0, *, ignore=False, ends_graph=False):
-    command = [sys.executable, "-S", "-c", NODE, str(code), str(life), "ignore" if ignore else "stop"]
+def node(label, code=0, life=60.0, *, ignore=False, ends_graph=False, folder=None, waits=()):
+    """Plan a stand-in node; with a folder, its life starts once the nodes labelled in ``waits`` are ready."""
+    ready = (str(folder), label, ",".join(waits)) if folder is not None else ("", label, "")
+    command = [sys.executable, "-S", "-c", NODE, str(code), str(life), "ignore" if ignore else "stop", *ready]
     return Planned(label, command, ends_graph)
 
 
@@ -52,25 +62,28 @@ def test_parse_assignments():
         parse_assignments(["mode=lockstep"])
 
 
-def test_a_node_that_ends_the_graph_stops_the_others_cleanly():
-    code, lines = run([node("simulator", life=0.5, ends_graph=True), node("controller")])
+def test_a_node_that_ends_the_graph_stops_the_others_cleanly(tmp_path):
+    simulator = node("simulator", life=0.5, ends_graph=True, folder=tmp_path, waits=("controller",))
+    code, lines = run([simulator, node("controller", folder=tmp_path)])
     assert code == 0
     assert "[simulator] hello" in lines
     assert "[controller] got SIGINT" in lines
     assert "[launch] simulator finished; stopping the graph" in lines
 
 
-def test_a_failing_node_stops_the_graph_with_a_non_zero_exit():
-    code, lines = run([node("simulator", code=3, life=0.3), node("controller")])
+def test_a_failing_node_stops_the_graph_with_a_non_zero_exit(tmp_path):
+    simulator = node("simulator", code=3, life=0.3, folder=tmp_path, waits=("controller",))
+    code, lines = run([simulator, node("controller", folder=tmp_path)])
     assert code == 1
     assert "[launch] simulator failed with exit code 3; stopping the graph" in lines
     assert "[controller] got SIGINT" in lines
 
 
-def test_a_node_that_ignores_sigint_gets_sigterm_and_counts_as_unclean():
+def test_a_node_that_ignores_sigint_gets_sigterm_and_counts_as_unclean(tmp_path):
     runner_out = io.StringIO()
     runner = Runner(out=runner_out, stop_timeout=0.5)
-    code = runner.run([node("simulator", life=0.3, ends_graph=True), node("stubborn", ignore=True)])
+    simulator = node("simulator", life=0.3, ends_graph=True, folder=tmp_path, waits=("stubborn",))
+    code = runner.run([simulator, node("stubborn", ignore=True, folder=tmp_path)])
     lines = runner_out.getvalue().splitlines()
     assert code == 1
     assert "[launch] stubborn did not stop after SIGINT" in lines
