@@ -609,29 +609,64 @@ def command_lag(recording: Recording) -> tuple[float, float] | None:
     commands, measured = recording.torque("commands"), recording.torque("measured")
     if commands is None or measured is None or len(recording.time) < _MIN_LAG_FRAMES:
         return None
-    step = float(np.median(np.diff(recording.time)))
-    c, m = commands.values, measured.values
-    scale = np.sqrt(np.nanmean(m**2, axis=0))
+    return lag_between(commands.values, measured.values, float(np.median(np.diff(recording.time))), after=1)
+
+
+def lag_between(
+    commands: NDArray[np.float64], torque: NDArray[np.float64], step: float, *, after: int
+) -> tuple[float, float]:
+    """Return how much later than ``after`` frames a torque follows the commands, and the misfit there.
+
+    The shift ``L`` (in frames, refined to a fraction of one by a parabola through the
+    least misfit and its neighbours) makes ``torque[k + after + L]`` closest to
+    ``commands[k]``: least RMS difference over every joint, each scaled by the torque's RMS.
+
+    Parameters
+    ----------
+    commands, torque : NDArray[np.float64]
+        ``(frames, joints)`` on the same frames, NaN where not valid.
+    step : float
+        The frames' step (s).
+    after : int
+        Frames from a command to the torque paired with it when nothing delays it: 1 for
+        the effort a driver publishes (applied until its frame), 0 for a torque applied from its frame.
+
+    Returns
+    -------
+    tuple[float, float]
+        ``L`` in seconds (positive: later than without delay) and the RMS difference at it
+        as a share of the torque's RMS.
+    """
+    scale = np.sqrt(np.nanmean(torque**2, axis=0))
     scale = np.where(scale > 0.0, scale, 1.0)
     lags = np.arange(-_MAX_LAG_STEPS, _MAX_LAG_STEPS + 1)
-    misfit = np.array([_shifted_misfit(c / scale, m / scale, int(lag)) for lag in lags])
+    misfit = np.array([shifted_rms(commands / scale, torque / scale, after + int(lag)) for lag in lags])
+    lag, least = least_shift(lags, misfit)
+    return lag * step, least
+
+
+def least_shift(shifts: NDArray[np.int64], misfit: NDArray[np.float64]) -> tuple[float, float]:
+    """Return the shift of least misfit (refined by a parabola through it and its neighbours) and the misfit there.
+
+    Parameters
+    ----------
+    shifts : NDArray[np.int64]
+        Consecutive whole shifts.
+    misfit : NDArray[np.float64]
+        The misfit (an RMS) at each, NaN where none could be taken.
+    """
     best = int(np.nanargmin(misfit))
     offset = 0.0
-    if 0 < best < len(lags) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
+    if 0 < best < len(shifts) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
         left, middle, right = misfit[best - 1 : best + 2] ** 2
         curvature = left - 2.0 * middle + right
         if curvature > 0.0:
             offset = 0.5 * (left - right) / curvature
-    return (float(lags[best]) + offset) * step, float(misfit[best])
+    return float(shifts[best]) + offset, float(misfit[best])
 
 
 _MIN_LAG_FRAMES = 50
 _MAX_LAG_STEPS = 25
-
-
-def _shifted_misfit(c: NDArray[np.float64], m: NDArray[np.float64], lag: int) -> float:
-    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none), as ``compare`` measures it."""
-    return shifted_rms(c, m, 1 + lag)
 
 
 # -- aligning --------------------------------------------------------------------------------------------

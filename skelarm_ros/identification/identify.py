@@ -41,6 +41,8 @@ from skelarm_ros.identification.data import (
     merge,
     read_recording,
 )
+from skelarm_ros.identification.driver import DriverEstimate
+from skelarm_ros.identification.driver import estimate as estimate_driver
 from skelarm_ros.identification.regressor import (
     MODEL_TERMS,
     BaseFit,
@@ -120,6 +122,8 @@ class Result:
         Why the offset is not in the model, when it is not.
     effort_bias : NDArray[np.float64] | None
         The twin's ``[driver].effort_bias`` (N*m per joint), when it has one.
+    driver : DriverEstimate
+        What the runs tell of the arm's driver (the twin's ``[driver]`` keys), and what they do not.
     notes : tuple[str, ...]
         What a user should know besides the result (what reading the inputs said, a prior
         of another geometry, irregular steps, offsets left out), each once.
@@ -145,6 +149,7 @@ class Result:
     offsets: offsets.OffsetChoice | None
     no_offset: str
     effort_bias: NDArray[np.float64] | None
+    driver: DriverEstimate
     notes: tuple[str, ...]
 
 
@@ -487,6 +492,7 @@ def identify(
     checks.check_saturation(recordings)
     notes += checks.irregular(recordings, samples)
     chosen, why = _filter(cutoff, assessment)
+    driver = estimate_driver(recordings, assessment, prior, arm, cutoff=chosen)
     cleaner = [_cleaner_velocity(recording, samples.step, chosen) for recording in recordings]
     if any(r is not q for r, q in zip(cleaner, recordings, strict=True)):
         recordings = cleaner
@@ -504,8 +510,9 @@ def identify(
         params,
         prior_config=prior_setup.config if prior_setup is not None else None,
         initial_q=first[0] if len(first) else np.zeros(len(names)),
-        record={**record, **_offset_record(choice, no_offset, names)},
-        driver={"effort_bias": bias},
+        record={**record, **_offset_record(choice, no_offset, names), **driver.record()},
+        driver={"effort_bias": bias, **driver.table},
+        dt=driver.dt,
     )
     twin = _twin_setup(config)
     predictions = []
@@ -538,6 +545,7 @@ def identify(
         offsets=choice,
         no_offset=no_offset,
         effort_bias=bias,
+        driver=driver,
         notes=tuple(dict.fromkeys(notes)),
     )
     if refusal is not None:
