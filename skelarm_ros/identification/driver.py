@@ -63,6 +63,7 @@ _ENCODER_WHOLE = 1e-3  # relative: ticks per revolution this close to a whole nu
 _SHOWN = {"measured effort": "show in the measured effort", "motion": "fit the motion best"}
 _MIN_MOTION_SAMPLES = 200  # steps a delay is read from the motion on
 _MOTION_SHIFTS = (3, 12)  # ticks before and after the state a command answers that the motion is tried at
+_BETWEEN_TICKS = 0.2  # of a tick: an effort following the commands further off their ticks lags them
 _SUBTICK = 0.5  # of an encoder tick: position noise below it is not told from the ticks' own steps
 
 
@@ -125,8 +126,8 @@ def estimate(
     """
     said = _Said()
     period, twin_dt = _rate(recordings, prior.dt, said)
-    ticks = _delay(recordings, (arm, prior.skeleton, cutoff), period, said)
-    _noise(recordings, assessment, ticks, said)
+    delay = _delay(recordings, (arm, prior.skeleton, cutoff), period, said)
+    _noise(recordings, assessment, delay, said)
     table, found, missing = said.table, said.found, said.missing
     missing.append("torque_lag: not estimated (a current loop's lag shows only as a fraction of a tick in the delay)")
     given = prior.driver.given if prior.driver is not None else frozenset()
@@ -172,8 +173,8 @@ def _rate(recordings: Sequence[Recording], dt: float, said: _Said) -> tuple[floa
     return period, twin_dt
 
 
-def _delay(recordings: Sequence[Recording], model: _Model, period: float, said: _Said) -> int | None:
-    """Estimate the command delay in whole ticks; return them (``None`` when not estimated)."""
+def _delay(recordings: Sequence[Recording], model: _Model, period: float, said: _Said) -> tuple[int, float] | None:
+    """Estimate the command delay; return it in whole ticks and in ticks as found (``None`` when not estimated)."""
     table, found, missing = said.table, said.found, said.missing
     lags, why = [], []
     for recording in recordings:
@@ -200,7 +201,7 @@ def _delay(recordings: Sequence[Recording], model: _Model, period: float, said: 
         f"command_delay: {1e3 * ticks * period:.4g} ms, {ticks} tick{'' if ticks == 1 else 's'} (the commands "
         f"{sources} {1e3 * seconds:.3g} ms after the state they answer)"
     )
-    return ticks
+    return ticks, seconds / period
 
 
 def _lag(recording: Recording, model: _Model) -> tuple[tuple[float, float] | None, str]:
@@ -263,7 +264,9 @@ def _motion_lag(recording: Recording, model: _Model) -> tuple[float, float] | No
     return best * step, least
 
 
-def _noise(recordings: Sequence[Recording], assessment: checks.Assessment, ticks: int | None, said: _Said) -> None:
+def _noise(
+    recordings: Sequence[Recording], assessment: checks.Assessment, delay: tuple[int, float] | None, said: _Said
+) -> None:
     """Estimate the encoder ticks and the noise of the angles, velocities and effort."""
     table, found, missing = said.table, said.found, said.missing
     joints = assessment.joints
@@ -283,15 +286,25 @@ def _noise(recordings: Sequence[Recording], assessment: checks.Assessment, ticks
         found.append(f"velocity_noise: {_listed(table['velocity_noise'])} rad/s (the velocities' fourth differences)")
     else:
         missing.append("velocity_noise: the driver publishes no velocity")
-    effort = _effort_noise(recordings, ticks)
+    effort = _effort_noise(recordings, None if delay is None else delay[0])
     if isinstance(effort, str):
         missing.append(f"effort_noise: {effort}")
     else:
         table["effort_noise"] = _rounded(effort)
         found.append(
             f"effort_noise: {_listed(table['effort_noise'])} N*m (the fourth differences of the measured effort "
-            "less the command that acted over it)"
+            "less the command that acted over it" + _lagging(delay)
         )
+
+
+def _lagging(delay: tuple[int, float] | None) -> str:
+    """Return the end of the effort noise's phrase: an upper bound when the effort lags the commands between ticks."""
+    if delay is None or abs(delay[1] - delay[0]) <= _BETWEEN_TICKS:
+        return ")"
+    return (
+        f"; an upper bound: the effort follows the commands {delay[1] - delay[0]:+.2g} tick off the tick, as through "
+        "a current loop's lag, which passes part of the commands' own changes into it)"
+    )
 
 
 def _effort_noise(recordings: Sequence[Recording], ticks: int | None) -> list[float] | str:
