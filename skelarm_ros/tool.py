@@ -76,12 +76,15 @@ class Refused(Exception):
         The refusal, naming the figures and the fix.
     report : Sequence[str]
         The report lines, printed on standard output before the error.
+    notes : Sequence[str], optional
+        What the work says besides (as :attr:`Done.notes`), printed before the report.
     """
 
-    def __init__(self, sentence: str, report: Sequence[str]) -> None:
-        """Keep the sentence and the report."""
+    def __init__(self, sentence: str, report: Sequence[str], notes: Sequence[str] = ()) -> None:
+        """Keep the sentence, the report and the notes."""
         super().__init__(sentence)
         self.report = tuple(report)
+        self.notes = tuple(notes)
 
 
 def parser(prog: str, description: str, *, writes: bool = True) -> argparse.ArgumentParser:
@@ -149,7 +152,7 @@ def run_main(
             warnings.simplefilter("always")
             done = work(args)
     except Refused as refused:
-        _say(prog, caught, Done(report=refused.report))
+        _say(prog, caught, Done(report=refused.report, notes=refused.notes))
         return _failed(prog, refused)
     except errors as error:
         return _failed(prog, error)

@@ -389,6 +389,7 @@ PLACES = [
     ("controller", "type"),
     ("controller", "kp"),
 ]
+SHARED = {"a": 1}  # one object drawn twice, as sampled_from draws its values
 EDITS = st.lists(
     st.one_of(
         st.tuples(st.just("drop"), st.sampled_from(PLACES)),
@@ -419,8 +420,8 @@ def edited(edits: list[tuple]) -> dict[str, Any]:
                 parent = parent[key]
             if edit[0] == "drop":
                 del parent[last]
-            else:
-                parent[last] = edit[2]
+            else:  # a copy: hypothesis hands the same list or table to every edit and example that draws it
+                parent[last] = copy.deepcopy(edit[2])
         except (KeyError, IndexError, TypeError):
             continue
     return config
@@ -447,6 +448,7 @@ def check_sentence(error: Exception, path: Path) -> None:
 @given(EDITS)
 @example(edits=[("set", ("task", "duration"), 1e308)])  # skelarm raised a bare OverflowError planning it
 @example(edits=[("set", ("controller",), "heavy"), ("controller", "nonexistent")])  # the table made a value first
+@example(edits=[("set", ("task",), SHARED), ("set", ("task", "target"), SHARED)])  # one table set inside itself
 def test_scenario_loaders_fail_with_one_sentence(edits: list[tuple]) -> None:
     config = edited(edits)
     with tempfile.TemporaryDirectory() as work:

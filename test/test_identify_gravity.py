@@ -221,6 +221,7 @@ def horizontal(tmp_path_factory):
     control, q0 = lab_pd(flat, POSTURE, NARROW, duration=8.0)
     run = GearedArm(flat).drive_run(control, 8.0, q0, rng=np.random.default_rng(4))
     return {
+        "effort_rms": np.sqrt(np.mean(run.effort**2, axis=0)),
         "bag": write_run(_biased(run, BIAS), folder / "flat_bag", lab=flat),
         "prior": flat.prior_scenario(folder / "prior.toml", driver={"effort_noise": 0.1, "seed": 3}),
         "folder": folder,
@@ -228,19 +229,22 @@ def horizontal(tmp_path_factory):
 
 
 def test_without_gravity_the_offsets_are_separable_by_design(horizontal):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no offset left out, nothing else to say
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        result = identify(
-            [horizontal["bag"]],
-            horizontal["folder"] / "twin.toml",
-            scenario=horizontal["prior"],
-            joints=THREE_LINK.joints,
-            plot=False,
-        )
+    result = identify(
+        [horizontal["bag"]],
+        horizontal["folder"] / "twin.toml",
+        scenario=horizontal["prior"],
+        joints=THREE_LINK.joints,
+        plot=False,
+    )
+    assert result.notes == ()  # no offset left out, nothing else to say
     assert result.offsets is not None
     assert np.all(result.offsets.separation > 0.5), result.offsets.separation
     np.testing.assert_allclose(result.effort_bias, BIAS, atol=0.05)
     driver = tomllib.loads((horizontal["folder"] / "twin.toml").read_text(encoding="utf-8"))["driver"]
-    assert driver["effort_noise"] == [0.1, 0.1, 0.1] and driver["seed"] == 3  # the prior's keys kept
+    assert driver["seed"] == 3  # the prior's key kept; the lab's driver: 500 Hz, no delay, a 1.5 ms current loop
+    assert driver["rate"] == 500.0 and driver["command_delay"] == 0.0 and driver["encoder_ticks"] == [2**16] * 3
+    np.testing.assert_allclose(driver["velocity_noise"], THREE_LINK.velocity_noise, rtol=0.05)
+    truth = THREE_LINK.effort_noise * horizontal["effort_rms"]
+    assert np.all(np.asarray(driver["effort_noise"]) >= truth), (driver["effort_noise"], truth)
+    assert "an upper bound" in next(line for line in result.driver.found if line.startswith("effort_noise"))
     np.testing.assert_allclose(driver["effort_bias"], result.effort_bias)

@@ -59,9 +59,9 @@ def test_a_log_written_here_is_read_by_skelarm_as_written(tmp_path: Path, need_s
     }
     channel_meta = {"q": {"unit": "rad", "label": "joint angle", "columns": ["a", "b"]}}
     extra = {"tool": "test", "joint_names": ["a\x00", "b"], "counts": {"frames": 3}}
-    write_log(
-        tmp_path / "out.sklog.npz", arrays, skeleton=skeleton, producer="p", channel_meta=channel_meta, extra=extra
-    )
+    made = LogFile.made(arrays, skeleton=skeleton, producer="p", channel_meta=channel_meta, extra=extra)
+    assert made.skeleton().to_dict() == skeleton.to_dict()
+    write_log(tmp_path / "out.sklog.npz", made)
     log = skelarm.StateLog.load(tmp_path / "out.sklog.npz")
     assert log.producer == "p"
     assert log.channel_meta == channel_meta
@@ -108,7 +108,9 @@ def test_a_state_log_in_memory_gives_what_its_file_would_hold(tmp_path: Path, ne
 
 def test_a_written_log_round_trips_through_the_reader(tmp_path: Path) -> None:
     arrays = {"q": np.ones((2, 1)), "time": np.array([0.0, 1.0])}
-    write_log(tmp_path / "x.sklog.npz", arrays, skeleton=None, producer="p", channel_meta={}, extra={"a": 1})
+    write_log(
+        tmp_path / "x.sklog.npz", LogFile.made(arrays, skeleton=None, producer="p", channel_meta={}, extra={"a": 1})
+    )
     contents = read_log(tmp_path / "x.sklog.npz")
     assert contents.meta["extra"] == {"a": 1} and "channels" not in contents.meta and "skeleton" not in contents.meta
     assert list(contents.arrays) == ["q", "time"]
@@ -135,14 +137,18 @@ def test_unreadable_logs_give_one_sentence(tmp_path: Path) -> None:
         assert text.endswith("pass a .sklog.npz written by skelarm or bag_to_log") and "\n" not in text, name
 
 
+def bare(arrays: dict, extra: dict) -> LogFile:
+    return LogFile.made(arrays, skeleton=None, producer="", channel_meta={}, extra=extra)
+
+
 def test_writing_into_a_missing_folder_is_refused_and_an_old_log_stays(tmp_path: Path) -> None:
     arrays = {"time": np.zeros(1)}
     with pytest.raises(LogFileError, match=r"output folder .*nowhere. does not exist; create it"):
-        write_log(tmp_path / "nowhere" / "x.sklog.npz", arrays, skeleton=None, producer="", channel_meta={}, extra={})
+        write_log(tmp_path / "nowhere" / "x.sklog.npz", bare(arrays, {}))
     old = tmp_path / "old.sklog.npz"
     old.write_bytes(b"previous")
     with pytest.raises(TypeError):  # a value TOML cannot hold fails before anything is written
-        write_log(old, arrays, skeleton=None, producer="", channel_meta={}, extra={"bad": object()})
+        write_log(old, bare(arrays, {"bad": object()}))
     assert old.read_bytes() == b"previous"
     assert not list(tmp_path.glob(".old.sklog.npz.*"))
 
@@ -178,6 +184,6 @@ def test_the_tools_read_logs_through_the_one_reader(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # reading a good log warns of nothing
         arrays = {"q": np.ones((3, 2)), "ext_force": np.ones((3, 2)), "time": np.arange(3.0)}
-        write_log(tmp_path / "ok.sklog.npz", arrays, skeleton=None, producer="p", channel_meta={}, extra={})
+        write_log(tmp_path / "ok.sklog.npz", bare(arrays, {}))
         assert load_log(tmp_path / "ok.sklog.npz").channel_names == ["q", "ext_force"]
         np.testing.assert_array_equal(RecordedForce.from_log(tmp_path / "ok.sklog.npz").times, [0.0, 1.0, 2.0])

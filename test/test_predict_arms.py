@@ -6,8 +6,9 @@ armature, viscous and Coulomb friction (test/geared_arm.py), simulated by MuJoCo
 4 ms after the driver's newest state when it arrives, at MuJoCo's own steps. As a lab would:
 
 1. record an excitation run and ``identify`` the twin (as test_identify_arms.py does);
-2. give the twin a ``[driver]`` table written from the driver's known settings, and predict the
-   reach with it (``hardware:=twin``, lockstep), and with the nominal model beside it;
+2. ``identify`` estimates the driver too (its rate, command delay, noise, encoder ticks) into the
+   twin's ``[driver]`` table; predict the reach with the twin (``hardware:=twin``, lockstep), and
+   with the nominal model behind the same ``[driver]`` beside it;
 3. run the reach on the arm (``hardware:=none``) and ``compare --angles`` it with the predictions.
 
 The twin's prediction must come within 10 mrad RMS of the arm's joint angles, and within 0.35
@@ -22,8 +23,8 @@ import signal
 import subprocess
 import sys
 import tomllib
-import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import procs
@@ -35,13 +36,12 @@ from sensor_msgs.msg import JointState
 from skelarm_ros.bags.angles import Angles, compare_angles, load_angles
 from skelarm_ros.cli import compare
 from skelarm_ros.cli.predict import predict, twin_loop
+from skelarm_ros.identification.identify import identify as identify_twin
 from skelarm_ros.identification.identify import main as identify
 from skelarm_ros.sim.scenario import load_arm
 
 REACH = 3.0  # s compared: the 2 s reach and a second held at the target
 START = [16.0, 16.0, 16.0, 16.0]  # degrees: a pose that reads back exactly from the twin's TOML
-DRIVER = {"rate": 250, "command_delay": 0.004, "velocity_noise": 0.02, "effort_noise": 0.02, "seed": 1}
-"""The stand-in driver's known settings, as [driver] keys beside those identify wrote (its effort bias)."""
 STANDIN = {"rate": 250.0, "command_delay": 0.004, "velocity_noise": 0.02, "effort": True, "effort_noise": 0.02}
 PRIORITY = 50  # SCHED_FIFO for the driver and the controller, as on a real arm, where the user may
 ARM_JOINTS = FOUR_LINK.joints
@@ -51,8 +51,8 @@ BETTER = 0.35  # the twin's error at most this share of the nominal model's
 
 
 @pytest.fixture(scope="module")
-def arms(tmp_path_factory) -> dict[str, Path]:
-    """The nominal scenario (the prior), the identified twin, and each with the driver's [driver] table."""
+def arms(tmp_path_factory) -> dict[str, Any]:
+    """The nominal scenario (the prior), the identified twin with its estimated [driver], the nominal one behind it."""
     folder = tmp_path_factory.mktemp("predict")
     arm = FOUR_LINK.nominal_arm()
     for link in arm.links[1:]:  # room for the arm to sag under gravity in its soft start
@@ -66,18 +66,40 @@ def arms(tmp_path_factory) -> dict[str, Path]:
     files = {"folder": folder, "nominal": write_toml(robot_tables(arm, **tables), folder / "nominal.toml")}
     control, q0 = excitation_controller()
     run = GearedArm().drive_run(control, 20.0, q0, rng=np.random.default_rng(0))
+    files["effort_rms"] = np.sqrt(np.mean(run.effort**2, axis=0))  # the noise is 2 % of it
     bag = write_run(run, folder / "excitation_bag")
+    files["commands_bag"] = write_run(run, folder / "commands_bag", effort="none")  # no measured effort
     files["twin"] = folder / "twin.toml"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        argv = [str(bag), "--scenario", str(files["nominal"]), "--joints", NAMES, "-o", str(files["twin"])]
-        assert identify(argv) == 0
-    for name in ("nominal", "twin"):
-        files[f"{name}_driver"] = folder / f"{name}_driver.toml"
-        config = tomllib.loads(files[name].read_text(encoding="utf-8"))
-        config["driver"] = {**config.get("driver", {}), **DRIVER}
-        write_toml(config, files[f"{name}_driver"])
+    argv = [str(bag), "--scenario", str(files["nominal"]), "--joints", NAMES, "-o", str(files["twin"])]
+    assert identify(argv) == 0
+    files["twin_driver"] = files["twin"]
+    files["nominal_driver"] = folder / "nominal_driver.toml"
+    config = tomllib.loads(files["nominal"].read_text(encoding="utf-8"))
+    config["driver"] = tomllib.loads(files["twin"].read_text(encoding="utf-8"))["driver"]
+    write_toml(config, files["nominal_driver"])
     return files
+
+
+def test_identify_estimates_the_driver_from_the_excitation_run(arms):
+    """The lab's driver: 250 Hz, commands 4 ms (one tick) late, velocity noise 0.02 rad/s, 16-bit encoders,
+    effort noise 2 % of each joint's torque RMS."""
+    twin = tomllib.loads(arms["twin"].read_text(encoding="utf-8"))
+    driver = twin["driver"]
+    assert driver["rate"] == 250.0 and driver["command_delay"] == pytest.approx(FOUR_LINK.delay)
+    assert driver["encoder_ticks"] == [2**16] * 4 and driver["position_noise"] == [0.0] * 4
+    np.testing.assert_allclose(driver["velocity_noise"], FOUR_LINK.velocity_noise, rtol=0.05)
+    np.testing.assert_allclose(driver["effort_noise"], FOUR_LINK.effort_noise * arms["effort_rms"], rtol=0.1)
+    said = twin["identification"]["driver_not_estimated"]
+    assert [line.split(":")[0] for line in said] == ["torque_lag"], said
+
+
+def test_without_a_measured_effort_the_delay_is_read_from_the_motion(arms):
+    output = arms["folder"] / "commands_twin.toml"
+    result = identify_twin([arms["commands_bag"]], output, scenario=arms["nominal"], joints=ARM_JOINTS, end=8.0)
+    assert result.driver.table["command_delay"] == pytest.approx(FOUR_LINK.delay)
+    assert any(line.startswith("command_delay") and "fit the motion best" in line for line in result.driver.found)
+    said = [line.split(":")[0] for line in result.driver.missing]
+    assert said == ["effort_noise", "torque_lag"], result.driver.missing
 
 
 def prediction(path: Path) -> Angles:
@@ -140,7 +162,7 @@ def test_over_ros_the_twins_lockstep_run_predicts_the_arms_hardware_none_reach(a
     assert plot.is_file()
 
 
-def run_on_the_arm(arms: dict[str, Path], bag: Path, folder: Path) -> None:
+def run_on_the_arm(arms: dict[str, Any], bag: Path, folder: Path) -> None:
     """The reach on the MuJoCo arm over ROS: the stand-in driver, and the graph of hardware:=none, recorded."""
     probe = procs.Probe()
     states = probe.record(JointState, "joint_states", procs.best_effort())

@@ -9,7 +9,10 @@ and a ``__meta__`` member holding TOML metadata (``schema_version``, ``created_a
 :meth:`skelarm.StateLog.save` writes it and :meth:`skelarm.StateLog.load` reads it.
 This module is the one place in the package that knows that layout; every tool
 writes and reads logs through these two functions, and a test checks both against
-skelarm's own ``save`` and ``load``.
+skelarm's own ``save`` and ``load``. In memory a log is a :class:`LogFile` (its
+metadata table and its arrays, as the file holds them): :meth:`LogFile.made` makes one
+from a tool's arrays (``bag_to_log``'s conversion, which ``identify`` takes without a
+file), :func:`read_log` reads one, :func:`write_log` writes one.
 
 This module imports neither rclpy nor rosbags.
 """
@@ -57,6 +60,43 @@ class LogFile:
 
     meta: dict[str, Any]
     arrays: dict[str, NDArray[Any]]
+
+    @classmethod
+    def made(
+        cls,
+        arrays: dict[str, NDArray[Any]],
+        *,
+        skeleton: skelarm.Skeleton | None,
+        producer: str,
+        channel_meta: dict[str, dict[str, Any]],
+        extra: dict[str, Any],
+    ) -> LogFile:
+        """Return a log made now from a tool's arrays, its metadata as :func:`write_log` writes it.
+
+        Parameters
+        ----------
+        arrays : dict[str, NDArray]
+            ``time`` (seconds, shape ``(N,)``) and one array per channel, first axis over frames.
+        skeleton : skelarm.Skeleton | None
+            The arm to embed.
+        producer : str
+            What made the log.
+        channel_meta : dict[str, dict[str, Any]]
+            Per-channel descriptors (``unit``, ``label``, ``columns``); left out when empty.
+        extra : dict[str, Any]
+            The ``[extra]`` table (always there).
+        """
+        meta: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "created_at": datetime.now(UTC).isoformat(),
+            "producer": producer,
+        }
+        if skeleton is not None:
+            meta["skeleton"] = skeleton.to_dict()
+        if channel_meta:
+            meta["channels"] = channel_meta
+        meta["extra"] = extra
+        return cls(meta, arrays)
 
     @classmethod
     def from_state_log(cls, log: skelarm.StateLog) -> LogFile:
@@ -107,6 +147,16 @@ class LogFile:
             raise KeyError(msg)
         return self.arrays[name]
 
+    def skeleton(self) -> skelarm.Skeleton | None:
+        """Return the embedded arm (:meth:`skelarm.StateLog.build_skeleton`), ``None`` when none is or it is not one."""
+        table = self.meta.get("skeleton")
+        if not isinstance(table, dict):
+            return None
+        try:
+            return skelarm.Skeleton.from_dict(table)
+        except (ValueError, TypeError, KeyError):
+            return None
+
     def state_log(self) -> skelarm.StateLog:
         """Return the log as the :class:`skelarm.StateLog` that :meth:`skelarm.StateLog.load` gives for the file."""
         log = skelarm.StateLog()
@@ -153,15 +203,7 @@ def read_log(path: str | Path) -> LogFile:
     return LogFile(meta, arrays)
 
 
-def write_log(
-    path: str | Path,
-    arrays: dict[str, NDArray[Any]],
-    *,
-    skeleton: skelarm.Skeleton | None,
-    producer: str,
-    channel_meta: dict[str, dict[str, Any]],
-    extra: dict[str, Any],
-) -> None:
+def write_log(path: str | Path, log: LogFile) -> None:
     """Write a ``.sklog.npz`` atomically: a temporary file in the same folder, renamed at the end.
 
     The archive is uncompressed (``np.savez``); strings in the metadata have their
@@ -171,16 +213,8 @@ def write_log(
     ----------
     path : str | Path
         The log to write (replaced if it exists; left untouched on any failure).
-    arrays : dict[str, NDArray]
-        ``time`` (seconds, shape ``(N,)``) and one array per channel, first axis over frames.
-    skeleton : skelarm.Skeleton | None
-        The arm to embed.
-    producer : str
-        What wrote the log.
-    channel_meta : dict[str, dict[str, Any]]
-        Per-channel descriptors (``unit``, ``label``, ``columns``); left out when empty.
-    extra : dict[str, Any]
-        The ``[extra]`` table (always written).
+    log : LogFile
+        Its metadata and arrays (:meth:`LogFile.made`).
 
     Raises
     ------
@@ -188,17 +222,7 @@ def write_log(
         If the output folder does not exist.
     """
     path = Path(path)
-    meta: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "created_at": datetime.now(UTC).isoformat(),
-        "producer": producer,
-    }
-    if skeleton is not None:
-        meta["skeleton"] = skeleton.to_dict()
-    if channel_meta:
-        meta["channels"] = channel_meta
-    meta["extra"] = extra
-    payload: dict[str, Any] = {**arrays, META_KEY: np.array(dump_toml(printable_tree(meta)))}
+    payload: dict[str, Any] = {**log.arrays, META_KEY: np.array(dump_toml(printable_tree(log.meta)))}
     folder = path.resolve().parent
     if not folder.is_dir():
         msg = f"output folder '{folder}' does not exist; create it or choose another output path"

@@ -4,7 +4,7 @@
 """What the recorded runs allow, checked before any fit: torque, motion, rate, limits, and the filter they need.
 
 Each refusal is one sentence naming the joints and the fix (:class:`IdentificationError`);
-irregular steps and dropped samples are warnings. The checks read the noise from the
+irregular steps and dropped samples are notes (:func:`irregular`). The checks read the noise from the
 data themselves:
 
 - the noise of a signal is estimated from its fourth differences (a smooth motion
@@ -33,7 +33,6 @@ This module does not import rclpy.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -363,27 +362,27 @@ def check_saturation(recordings: Sequence[Recording]) -> None:
             raise IdentificationError(msg)
 
 
-def warn_irregular(recordings: Sequence[Recording], samples: Samples) -> None:
-    """Warn about irregular steps, dropped samples and gaps (the fit goes on)."""
+def irregular(recordings: Sequence[Recording], samples: Samples) -> list[str]:
+    """Return the notes on irregular steps, dropped samples and gaps (the fit goes on)."""
+    notes = []
     for recording in recordings:
         steps = np.diff(recording.time)
         steps = steps[steps > 0.0]
         if steps.size > 10:
             low, high = np.percentile(steps, [5, 95])
             if high > _IRREGULAR * low:
-                warnings.warn(
+                notes.append(
                     f"input '{recording.source}': its steps vary from {1e3 * low:.3g} to {1e3 * high:.3g} ms "
                     f"(5th to 95th percentile, median {1e3 * float(np.median(steps)):.3g} ms); each step's own "
                     "length is used, but a jittering clock blurs the accelerations: stamp the states where they "
-                    "are measured (header stamps; --clock header)",
-                    stacklevel=2,
+                    "are measured (header stamps; --clock header)"
                 )
     if samples.dropped or samples.gaps:
-        warnings.warn(
+        notes.append(
             f"{samples.dropped} steps dropped (a NaN or masked value) and {samples.gaps} at gaps in the "
-            "recording (frames lost); they are left out, not filled in",
-            stacklevel=2,
+            "recording (frames lost); they are left out, not filled in"
         )
+    return notes
 
 
 def cleaner_from_angles(assessment: Assessment, cutoff: float | None) -> list[bool]:

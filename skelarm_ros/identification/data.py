@@ -3,11 +3,14 @@
 
 """Recorded runs as identification samples: conventions applied, masked samples dropped, velocity differentiated.
 
-A bag is converted with :func:`skelarm_ros.bags.bag_to_log.bag_to_log` to a temporary log
-and read back with :meth:`skelarm.StateLog.load`, so bags and logs go through one
-path and a bag is read with exactly ``bag_to_log``'s conventions (docs/bags.md):
-joint names and order, the clock, the valid-sample masks, and which torque the effort
-is and over which step it acted (``[extra].effort.timing``):
+A bag is converted in memory by :func:`skelarm_ros.bags.bag_to_log.convert` (no file in
+between) and a ``.sklog.npz`` read by :func:`skelarm_ros.bags.logfile.read_log`; both give
+a :class:`~skelarm_ros.bags.logfile.LogFile`, so bags and logs go through one path and a
+bag is read with exactly ``bag_to_log``'s conventions (docs/bags.md): joint names and
+order, the clock, the valid-sample masks, and which torque the effort is and over which
+step it acted (``[extra].effort.timing``). What the conversion says comes back as values
+(:attr:`Recording.notes`), and the files read with their sha256, as ``bag_to_log``
+records them (:attr:`Recording.files`):
 
 - ``applied_from_frame`` (commands; every skelarm log): the torque at frame ``k``
   acted over the step from ``t_k`` to ``t_{k+1}``;
@@ -48,18 +51,14 @@ This module does not import rclpy.
 from __future__ import annotations
 
 import math
-import tempfile
-import tomllib
-import warnings
-import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import skelarm
 
 from skelarm_ros.bags.efforts import shifted_rms
+from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.signals import GAP_FACTOR, differentiate, semi_implicit
 from skelarm_ros.interface import APPLIED_FROM_FRAME, APPLIED_UNTIL_FRAME, default_joint_names
@@ -67,6 +66,7 @@ from skelarm_ros.interface import APPLIED_FROM_FRAME, APPLIED_UNTIL_FRAME, defau
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import skelarm
     from numpy.typing import NDArray
 
 FROM_FRAME = APPLIED_FROM_FRAME
@@ -116,7 +116,7 @@ class Recording:
     Attributes
     ----------
     source : Path
-        The bag or log it came from.
+        The bag or log it came from, as given.
     joints : list[str]
         Joint names, one per column.
     time : NDArray[np.float64]
@@ -141,6 +141,11 @@ class Recording:
     from_angles : tuple[str, ...]
         Joints whose recorded velocity was replaced by the angles' central difference
         (:meth:`with_velocity_from_angles`).
+    notes : tuple[str, ...]
+        What reading it said (a bag's conversion: its warnings and notes), each naming the input.
+    files : tuple[dict[str, str], ...]
+        The files the data came from, with their sha256, as ``bag_to_log`` records them
+        (``path``, ``sha256``): a bag's own; for a log, those its ``[extra].sources`` names.
     """
 
     source: Path
@@ -156,6 +161,8 @@ class Recording:
     torques: list[Torque] = field(default_factory=list)
     velocity_recorded: bool = True
     from_angles: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    files: tuple[dict[str, str], ...] = ()
 
     @property
     def stepped(self) -> bool:
@@ -323,15 +330,12 @@ class Samples:
 # -- reading ---------------------------------------------------------------------------------------------
 
 
-def _load_log(path: Path, shown: Path) -> skelarm.StateLog:
+def _read_log(path: Path) -> LogFile:
+    """Read a ``.sklog.npz`` log with the package's one reader."""
     try:
-        return skelarm.StateLog.load(path)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, tomllib.TOMLDecodeError) as error:
-        msg = (
-            f"input '{shown}' is not a readable skelarm log ({type(error).__name__}: {error}); "
-            "pass a .sklog.npz written by skelarm or bag_to_log, or a bag"
-        )
-        raise IdentificationError(msg) from None
+        return read_log(path)
+    except LogFileError as error:
+        raise IdentificationError(f"{error}, or a bag") from None
 
 
 @dataclass(frozen=True)
@@ -356,32 +360,38 @@ class BagOptions:
     recover: bool = False
 
 
-def _bag_log(path: Path, options: BagOptions, notes: list[str]) -> skelarm.StateLog:
-    """Convert a bag with ``bag_to_log`` to a temporary log and read it back."""
-    from skelarm_ros.bags.bag_to_log import bag_to_log
+def _convert(path: Path, options: BagOptions) -> tuple[LogFile, tuple[str, ...]]:
+    """Convert a bag in memory with ``bag_to_log``'s stages; return the log and what the conversion says."""
+    from skelarm_ros.bags.bag_to_log import convert
 
-    with tempfile.TemporaryDirectory(prefix="skelarm-identify-") as folder:
-        output = Path(folder) / "run.sklog.npz"
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                bag_to_log(
-                    path,
-                    output,
-                    joint_topic=options.joint_topic,
-                    command_topic=options.command_topic,
-                    clock=options.clock,
-                    recover=options.recover,
-                )
-        except ValueError as error:  # bag_to_log's errors are ValueErrors with one sentence each, naming the bag
-            text = str(error)
-            msg = text if str(path) in text else f"bag '{path}': {text}"
-            raise IdentificationError(msg) from None
-        notes.extend(f"{path}: {warning.message}" for warning in caught)
-        return _load_log(output, path)
+    try:
+        conversion = convert(
+            path,
+            joint_topic=options.joint_topic,
+            command_topic=options.command_topic,
+            clock=options.clock,
+            recover=options.recover,
+        )
+    except ValueError as error:  # bag_to_log's errors are ValueErrors with one sentence each, naming the bag
+        text = str(error)
+        msg = text if str(path) in text else f"bag '{path}': {text}"
+        raise IdentificationError(msg) from None
+    return conversion.log, tuple(f"{path}: {note}" for note in conversion.notes)
 
 
-def _channel(log: skelarm.StateLog, name: str, width: int | None = None) -> NDArray[np.float64] | None:
+def _sources(log: LogFile) -> tuple[dict[str, str], ...]:
+    """Return the files a log came from with their sha256 (``[extra].sources``, as ``bag_to_log`` records them)."""
+    sources = log.extra.get("sources")
+    if not isinstance(sources, list):
+        return ()
+    return tuple(
+        {"path": str(item["path"]), "sha256": str(item["sha256"])}
+        for item in sources
+        if isinstance(item, dict) and "path" in item and "sha256" in item
+    )
+
+
+def _channel(log: LogFile, name: str, width: int | None = None) -> NDArray[np.float64] | None:
     """Return a channel as a float matrix, NaN where its ``valid_<name>`` mask is false; ``None`` if absent."""
     if name not in log.channel_names:
         return None
@@ -396,7 +406,7 @@ def _channel(log: skelarm.StateLog, name: str, width: int | None = None) -> NDAr
     return values
 
 
-def _joint_names(log: skelarm.StateLog, width: int) -> list[str]:
+def _joint_names(log: LogFile, width: int) -> list[str]:
     names = log.extra.get("joint_names")
     if not (isinstance(names, list) and len(names) == width):
         names = log.channel_meta.get("q", {}).get("columns")
@@ -405,7 +415,7 @@ def _joint_names(log: skelarm.StateLog, width: int) -> list[str]:
     return default_joint_names(width)
 
 
-def _timing(log: skelarm.StateLog, shown: Path) -> tuple[str, str]:
+def _timing(log: LogFile, shown: Path) -> tuple[str, str]:
     effort = log.extra.get("effort")
     if not isinstance(effort, dict) or "timing" not in effort:
         return FROM_FRAME, "logged torque (skelarm's convention: applied from its frame)"
@@ -452,12 +462,34 @@ def read_recording(path: str | Path, options: BagOptions | None = None) -> Recor
         If the input is missing or unreadable, or has no joint angles, velocities or torque.
     """
     source = Path(path)
-    notes: list[str] = []
     if not source.exists():
         msg = f"input '{source}' does not exist; pass a bag (folder, .db3, .mcap, .bag) or a .sklog.npz log"
         raise IdentificationError(msg)
-    is_log = source.is_file() and source.suffix == LOG_SUFFIX
-    log = _load_log(source, source) if is_log else _bag_log(source, options or BagOptions(), notes)
+    notes: tuple[str, ...] = ()
+    if source.is_file() and source.suffix == LOG_SUFFIX:
+        log = _read_log(source)
+    else:
+        log, notes = _convert(source, options or BagOptions())
+    return recording_of(log, source, notes)
+
+
+def recording_of(log: LogFile, source: Path, notes: Sequence[str] = ()) -> Recording:
+    """Return the recording a log holds (in memory: a bag's conversion, or a log file read).
+
+    Parameters
+    ----------
+    log : LogFile
+        The log.
+    source : Path
+        The input it came from, as given (named in messages).
+    notes : Sequence[str], optional
+        What reading it said.
+
+    Raises
+    ------
+    IdentificationError
+        If it has no joint angles or torque, or an effort timing identify does not know.
+    """
     q = _channel(log, "q")
     if q is None or len(q) == 0:
         msg = f"input '{source}' has no joint angles (channel 'q'); record joint states"
@@ -484,11 +516,7 @@ def read_recording(path: str | Path, options: BagOptions | None = None) -> Recor
     force = _channel(log, "ext_force", 2)
     if force is not None and not np.any(force[np.isfinite(force)]):
         force = None  # recorded but never pushed: nothing to add
-    try:
-        skeleton: skelarm.Skeleton | None = log.build_skeleton()
-    except (ValueError, TypeError, KeyError):
-        skeleton = None
-    recording = Recording(
+    return Recording(
         source=source,
         joints=_joint_names(log, width),
         time=time,
@@ -498,13 +526,12 @@ def read_recording(path: str | Path, options: BagOptions | None = None) -> Recor
         force=force,
         timing=timing,
         effort=effort,
-        skeleton=skeleton,
+        skeleton=log.skeleton(),
         torques=torques,
         velocity_recorded=recorded,
+        notes=tuple(notes),
+        files=_sources(log),
     )
-    for note in notes:
-        warnings.warn(note, stacklevel=2)
-    return recording
 
 
 def choose_torque(recording: Recording, prefer: str = "auto") -> Recording:
@@ -582,29 +609,64 @@ def command_lag(recording: Recording) -> tuple[float, float] | None:
     commands, measured = recording.torque("commands"), recording.torque("measured")
     if commands is None or measured is None or len(recording.time) < _MIN_LAG_FRAMES:
         return None
-    step = float(np.median(np.diff(recording.time)))
-    c, m = commands.values, measured.values
-    scale = np.sqrt(np.nanmean(m**2, axis=0))
+    return lag_between(commands.values, measured.values, float(np.median(np.diff(recording.time))), after=1)
+
+
+def lag_between(
+    commands: NDArray[np.float64], torque: NDArray[np.float64], step: float, *, after: int
+) -> tuple[float, float]:
+    """Return how much later than ``after`` frames a torque follows the commands, and the misfit there.
+
+    The shift ``L`` (in frames, refined to a fraction of one by a parabola through the
+    least misfit and its neighbours) makes ``torque[k + after + L]`` closest to
+    ``commands[k]``: least RMS difference over every joint, each scaled by the torque's RMS.
+
+    Parameters
+    ----------
+    commands, torque : NDArray[np.float64]
+        ``(frames, joints)`` on the same frames, NaN where not valid.
+    step : float
+        The frames' step (s).
+    after : int
+        Frames from a command to the torque paired with it when nothing delays it: 1 for
+        the effort a driver publishes (applied until its frame), 0 for a torque applied from its frame.
+
+    Returns
+    -------
+    tuple[float, float]
+        ``L`` in seconds (positive: later than without delay) and the RMS difference at it
+        as a share of the torque's RMS.
+    """
+    scale = np.sqrt(np.nanmean(torque**2, axis=0))
     scale = np.where(scale > 0.0, scale, 1.0)
     lags = np.arange(-_MAX_LAG_STEPS, _MAX_LAG_STEPS + 1)
-    misfit = np.array([_shifted_misfit(c / scale, m / scale, int(lag)) for lag in lags])
+    misfit = np.array([shifted_rms(commands / scale, torque / scale, after + int(lag)) for lag in lags])
+    lag, least = least_shift(lags, misfit)
+    return lag * step, least
+
+
+def least_shift(shifts: NDArray[np.int64], misfit: NDArray[np.float64]) -> tuple[float, float]:
+    """Return the shift of least misfit (refined by a parabola through it and its neighbours) and the misfit there.
+
+    Parameters
+    ----------
+    shifts : NDArray[np.int64]
+        Consecutive whole shifts.
+    misfit : NDArray[np.float64]
+        The misfit (an RMS) at each, NaN where none could be taken.
+    """
     best = int(np.nanargmin(misfit))
     offset = 0.0
-    if 0 < best < len(lags) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
+    if 0 < best < len(shifts) - 1 and np.all(np.isfinite(misfit[best - 1 : best + 2])):
         left, middle, right = misfit[best - 1 : best + 2] ** 2
         curvature = left - 2.0 * middle + right
         if curvature > 0.0:
             offset = 0.5 * (left - right) / curvature
-    return (float(lags[best]) + offset) * step, float(misfit[best])
+    return float(shifts[best]) + offset, float(misfit[best])
 
 
 _MIN_LAG_FRAMES = 50
 _MAX_LAG_STEPS = 25
-
-
-def _shifted_misfit(c: NDArray[np.float64], m: NDArray[np.float64], lag: int) -> float:
-    """RMS of ``m[t + 1 + lag] - c[t]`` over the frames both have (NaN where none), as ``compare`` measures it."""
-    return shifted_rms(c, m, 1 + lag)
 
 
 # -- aligning --------------------------------------------------------------------------------------------

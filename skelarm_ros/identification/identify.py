@@ -22,8 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,8 @@ from skelarm_ros.identification.data import (
     merge,
     read_recording,
 )
+from skelarm_ros.identification.driver import DriverEstimate
+from skelarm_ros.identification.driver import estimate as estimate_driver
 from skelarm_ros.identification.regressor import (
     MODEL_TERMS,
     BaseFit,
@@ -76,9 +77,9 @@ _GEOMETRY_TOLERANCE = 1e-9  # m
 EFFORTS = ("auto", "measured", "commands")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    """What :func:`identify` found and wrote.
+    """What :func:`identify` found and wrote, made once every stage is done.
 
     Attributes
     ----------
@@ -104,7 +105,7 @@ class Result:
     predictions : list[Prediction]
         Held-out runs: measured torques and the twin's and prior's predictions.
     output, plot : Path | None
-        The files written.
+        The files written (``None`` for a twin refused: nothing is written then).
     assessment : checks.Assessment | None
         What the data checks found (noise, motion, rate).
     filter : str
@@ -121,6 +122,11 @@ class Result:
         Why the offset is not in the model, when it is not.
     effort_bias : NDArray[np.float64] | None
         The twin's ``[driver].effort_bias`` (N*m per joint), when it has one.
+    driver : DriverEstimate
+        What the runs tell of the arm's driver (the twin's ``[driver]`` keys), and what they do not.
+    notes : tuple[str, ...]
+        What a user should know besides the result (what reading the inputs said, a prior
+        of another geometry, irregular steps, offsets left out), each once.
     """
 
     joints: list[str]
@@ -133,16 +139,18 @@ class Result:
     grav_vec: NDArray[np.float64]
     geometry: str
     efforts: list[str]
-    predictions: list[Prediction] = field(default_factory=list)
-    output: Path | None = None
-    plot: Path | None = None
-    assessment: checks.Assessment | None = None
-    filter: str = ""
-    lags: list[tuple[str, float, float]] = field(default_factory=list)
-    velocity: str = ""
-    offsets: offsets.OffsetChoice | None = None
-    no_offset: str = ""
-    effort_bias: NDArray[np.float64] | None = None
+    predictions: list[Prediction]
+    output: Path | None
+    plot: Path | None
+    assessment: checks.Assessment
+    filter: str
+    lags: list[tuple[str, float, float]]
+    velocity: str
+    offsets: offsets.OffsetChoice | None
+    no_offset: str
+    effort_bias: NDArray[np.float64] | None
+    driver: DriverEstimate
+    notes: tuple[str, ...]
 
 
 def _prior(scenario: str | Path | None) -> ArmSetup | None:
@@ -194,8 +202,8 @@ def _same_geometry(one: skelarm.Skeleton, other: skelarm.Skeleton) -> bool:
     )
 
 
-def _geometry(prior: ArmSetup | None, recordings: Sequence[Recording]) -> tuple[skelarm.Skeleton, str]:
-    """Return the arm's geometry (and prior): the prior scenario's, else the one the first input embeds."""
+def _geometry(prior: ArmSetup | None, recordings: Sequence[Recording]) -> tuple[skelarm.Skeleton, str, list[str]]:
+    """Return the arm's geometry (and prior): the prior scenario's, else the one the first input embeds; and a note."""
     n = len(recordings[0].joints)
     embedded = next((r.skeleton for r in recordings if r.skeleton is not None), None)
     if prior is not None:
@@ -210,13 +218,13 @@ def _geometry(prior: ArmSetup | None, recordings: Sequence[Recording]) -> tuple[
                 f"({recordings[0].joints}); {fix}"
             )
             raise IdentificationError(msg)
+        notes = []
         if embedded is not None and not _same_geometry(prior.skeleton, embedded):
-            warnings.warn(
+            notes.append(
                 f"the arm recorded in the runs has other link lengths than the prior '{prior.path}'; "
-                "the prior's geometry is used",
-                stacklevel=2,
+                "the prior's geometry is used"
             )
-        return prior.skeleton, f"prior {prior.path}"
+        return prior.skeleton, f"prior {prior.path}", notes
     if embedded is None:
         msg = (
             "the runs carry no arm (no robot_description in the bag, no skeleton in the log); "
@@ -229,7 +237,7 @@ def _geometry(prior: ArmSetup | None, recordings: Sequence[Recording]) -> tuple[
             "pick the arm's joints with --joints, or pass --scenario"
         )
         raise IdentificationError(msg)
-    return embedded, f"the robot recorded in {recordings[0].source}"
+    return embedded, f"the robot recorded in {recordings[0].source}", []
 
 
 def _check_output(output: Path) -> None:
@@ -245,10 +253,17 @@ def _check_output(output: Path) -> None:
         raise IdentificationError(str(error)) from None
 
 
-def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: ConsistentSet, samples: Samples) -> dict:
+def _record(
+    inputs: Sequence[str | Path],
+    recordings: Sequence[Recording],
+    fit_result: BaseFit,
+    params: ConsistentSet,
+    samples: Samples,
+) -> dict:
+    """Return ``[identification]``: the inputs as given (with the files read and their sha256), the fit."""
     record: dict[str, Any] = {
         "tool": f"skelarm_ros identify {__version__}",
-        "inputs": [str(Path(path).resolve()) for path in inputs],
+        "inputs": [str(path) for path in inputs],
         "samples": fit_result.samples,
         "dropped_samples": samples.dropped,
         "base_parameters": fit_result.names,
@@ -268,6 +283,9 @@ def _record(inputs: Sequence[str | Path], fit_result: BaseFit, params: Consisten
         record["regrouped"] = {
             name: f"kept at the prior's value; part of {base}" for name, base in params.regrouped.items()
         }
+    sources = [{"input": str(r.source), **item} for r in recordings for item in r.files]
+    if sources:
+        record["sources"] = sources
     return record
 
 
@@ -291,27 +309,31 @@ def _offset_record(choice: offsets.OffsetChoice | None, no_offset: str, joints: 
 
 def _validate(
     path: str | Path,
-    result: Result,
+    arms: tuple[ArmSetup, ArmSetup],
+    joints: Sequence[str],
     *,
     options: BagOptions,
     named: bool,
     effort: str,
     cutoff: float | None,
-) -> Prediction:
-    recording = choose_torque(read_recording(path, options).selected(result.joints, named=named), effort)
+) -> tuple[Prediction, tuple[str, ...]]:
+    """Return a held-out run's measured torques beside those of ``arms`` (twin, prior), and what reading said."""
+    read = read_recording(path, options)
+    recording = choose_torque(read.selected(joints, named=named), effort)
     recording = _cleaner_velocity(recording, float(np.median(np.diff(recording.time))), cutoff)
     samples = align(recording)
     if len(samples) == 0:
         msg = f"held-out run '{path}' has no usable sample (every step has a NaN or masked value)"
         raise IdentificationError(msg)
-    return _prediction(result, samples, str(path), cutoff)
+    return _prediction(arms, samples, str(path), cutoff), read.notes
 
 
-def _prediction(result: Result, samples: Samples, source: str, cutoff: float | None) -> Prediction:
+def _prediction(arms: tuple[ArmSetup, ArmSetup], samples: Samples, source: str, cutoff: float | None) -> Prediction:
     """Return the measured torques beside the twin's and the prior's as the simulator runs them, filtered alike."""
-    measured = applied_torque(result.prior.skeleton, samples)
+    twin, prior = arms
+    measured = applied_torque(prior.skeleton, samples)
     time, measured, twin_tau, prior_tau = smooth_pair(
-        samples, cutoff, measured, predict(result.twin, samples), predict(result.prior, samples)
+        samples, cutoff, measured, predict(twin, samples), predict(prior, samples)
     )
     return Prediction(source, time, measured, twin_tau, prior_tau)
 
@@ -325,21 +347,21 @@ class NotBetterError(IdentificationError):
         self.result = result
 
 
-def _check_better(result: Result) -> None:
-    """Refuse a twin whose held-out torque error is not below its prior's on every held-out run."""
-    for prediction in result.predictions:
+def _not_better(predictions: Sequence[Prediction]) -> str | None:
+    """Return why the twin is refused (held-out torque error not below its prior's on a run), or ``None``."""
+    for prediction in predictions:
         if prediction.prior is None:
             continue
         twin = Prediction.error(prediction.twin, prediction.measured)
         prior = Prediction.error(prediction.prior, prediction.measured)
         if twin >= prior:
-            msg = (
+            return (
                 f"the twin is not better than its prior on held-out run '{prediction.source}': its torques, as "
                 f"the simulator would run it, are {100.0 * twin:.3g} % RMS off where the prior's are "
                 f"{100.0 * prior:.3g} %; nothing is written: keep the prior, or record an exciting run of this "
                 "arm (docs/identification.md, 'Recording an exciting run')"
             )
-            raise NotBetterError(msg, result)
+    return None
 
 
 def _fit_offsets(
@@ -351,28 +373,28 @@ def _fit_offsets(
     *,
     cutoff: float | None,
     demanded: bool,
-) -> tuple[Structure, BaseFit, offsets.OffsetChoice | None]:
+) -> tuple[Structure, BaseFit, offsets.OffsetChoice | None, list[str]]:
     """Fit ``arm`` (every term), and again without the offsets the runs do not separate from the other terms.
 
-    ``rebuild(kept)`` is the model with the offsets of the joints ``kept`` only.
+    ``rebuild(kept)`` is the model with the offsets of the joints ``kept`` only. Returns the
+    model, its fit, the offsets' choice and the note on those left out.
     """
     geometry = prior.skeleton
     base = fit(arm, samples, geometry, cutoff=cutoff)
     if not arm.offsets:
-        return arm, base, None
+        return arm, base, None, []
     choice = offsets.choose(
         base, arm.offsets, samples, geometry, grav_vec=prior.grav_vec, joints=names, demanded=demanded
     )
-    if choice.left_out:
-        kept = ", ".join(f"{prior.driver.effort_bias[k] if prior.driver else 0.0:g}" for k in choice.left_out)
-        warnings.warn(
-            f"identify leaves out {offsets.summary(choice, names)}; the twin keeps the prior's effort bias for "
-            f"{'it' if len(choice.left_out) == 1 else 'them'} ({kept} N*m)",
-            stacklevel=2,
-        )
-        arm = rebuild(choice.kept)
-        base = fit(arm, samples, geometry, cutoff=cutoff)
-    return arm, base, choice
+    if not choice.left_out:
+        return arm, base, choice, []
+    kept = ", ".join(f"{prior.driver.effort_bias[k] if prior.driver else 0.0:g}" for k in choice.left_out)
+    note = (
+        f"identify leaves out {offsets.summary(choice, names)}; the twin keeps the prior's effort bias for "
+        f"{'it' if len(choice.left_out) == 1 else 'them'} ({kept} N*m)"
+    )
+    arm = rebuild(choice.kept)
+    return arm, fit(arm, samples, geometry, cutoff=cutoff), choice, [note]
 
 
 def identify(
@@ -451,7 +473,8 @@ def identify(
     prior_setup = _prior(scenario)
     recordings = _read_all(inputs, options, joints, start=start, end=end, effort=effort)
     names = recordings[0].joints
-    geometry, source = _geometry(prior_setup, recordings)
+    geometry, source, notes = _geometry(prior_setup, recordings)
+    notes = [note for recording in recordings for note in recording.notes] + notes
     prior = prior_setup if prior_setup is not None else _embedded(geometry)
     terms, no_offset = offsets.model_terms(terms, recordings, demanded=demand_offset)
     checks.check_torque(recordings)
@@ -467,41 +490,67 @@ def identify(
     checks.check_motion(assessment)
     checks.check_rate(assessment)
     checks.check_saturation(recordings)
-    checks.warn_irregular(recordings, samples)
+    notes += checks.irregular(recordings, samples)
     chosen, why = _filter(cutoff, assessment)
+    driver = estimate_driver(recordings, assessment, prior, arm, cutoff=chosen)
     cleaner = [_cleaner_velocity(recording, samples.step, chosen) for recording in recordings]
     if any(r is not q for r, q in zip(cleaner, recordings, strict=True)):
         recordings = cleaner
         samples = merge([align(recording) for recording in recordings])
-    arm, base, choice = _fit_offsets(
+    arm, base, choice, left_out = _fit_offsets(
         arm, rebuild, samples.unbiased(prior_bias), prior, names, cutoff=chosen, demanded=demand_offset
     )
+    notes += left_out
     params = consistent_set(base, geometry, names, com_margin=com_margin, drive=prior.drive, terms=arm.terms)
     bias = None if params.offset is None else prior_bias + params.offset
     first = recordings[0].q[np.isfinite(recordings[0].q).all(axis=1)]
+    record = _record(inputs, recordings, base, params, samples)
     config = twin_config(
         geometry,
         params,
         prior_config=prior_setup.config if prior_setup is not None else None,
         initial_q=first[0] if len(first) else np.zeros(len(names)),
-        record={**_record(inputs, base, params, samples), **_offset_record(choice, no_offset, names)},
-        driver={"effort_bias": bias},
+        record={**record, **_offset_record(choice, no_offset, names), **driver.record()},
+        driver={"effort_bias": bias, **driver.table},
+        dt=driver.dt,
     )
-    efforts = [r.effort for r in recordings]
-    result = Result(names, samples, base, params, config, _twin_setup(config), prior, prior.grav_vec, source, efforts)
-    result.offsets, result.no_offset, result.effort_bias = choice, no_offset, bias
-    result.assessment, result.filter = assessment, why
-    result.velocity = _velocity_words(recordings, assessment)
-    for recording in recordings:
-        lag = command_lag(recording)
-        if lag is not None:
-            result.lags.append((str(recording.source), *lag))
+    twin = _twin_setup(config)
+    predictions = []
     for path in validate:
-        result.predictions.append(
-            _validate(path, result, options=options, named=bool(joints), effort=effort, cutoff=chosen)
+        held_out, said = _validate(
+            path, (twin, prior), names, options=options, named=bool(joints), effort=effort, cutoff=chosen
         )
-    _check_better(result)
-    _write(result, target, plot=plot, cutoff=chosen)
+        predictions.append(held_out)
+        notes += said
+    refusal = _not_better(predictions)
+    written = target if refusal is None else None
+    result = Result(
+        joints=names,
+        samples=samples,
+        fit=base,
+        params=params,
+        config=config,
+        twin=twin,
+        prior=prior,
+        grav_vec=prior.grav_vec,
+        geometry=source,
+        efforts=[r.effort for r in recordings],
+        predictions=predictions,
+        output=written,
+        plot=written.with_suffix(".png") if written is not None and plot else None,
+        assessment=assessment,
+        filter=why,
+        lags=[(str(r.source), *lag) for r in recordings if (lag := command_lag(r)) is not None],
+        velocity=_velocity_words(recordings, assessment),
+        offsets=choice,
+        no_offset=no_offset,
+        effort_bias=bias,
+        driver=driver,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+    if refusal is not None:
+        raise NotBetterError(refusal, result)
+    _write(result, cutoff=chosen)
     return result
 
 
@@ -568,23 +617,22 @@ def _velocity_words(recordings: Sequence[Recording], assessment: checks.Assessme
 
 
 def _training_prediction(result: Result, cutoff: float | None) -> Prediction:
-    return _prediction(result, result.samples, "the identification runs", cutoff)
+    return _prediction((result.twin, result.prior), result.samples, "the identification runs", cutoff)
 
 
-def _write(result: Result, target: Path, *, plot: bool, cutoff: float | None) -> None:
-    """Write the TOML and the plot; both are made before either file is replaced."""
+def _write(result: Result, *, cutoff: float | None) -> None:
+    """Write the TOML to ``result.output`` and the plot to ``result.plot``; both are made before either is replaced."""
+    if result.output is None:
+        return
     text = toml_text(result.config)
     figure = None
-    if plot:
+    if result.plot is not None:
         shown = result.predictions[0] if result.predictions else _training_prediction(result, cutoff)
         title = "held-out run" if result.predictions else "fit"
         figure = torque_figure(shown, result.joints, title)
-    write_atomically(target, lambda path: path.write_text(text, encoding="utf-8"))
-    result.output = target
-    if figure is not None:
-        picture = target.with_suffix(".png")
-        write_atomically(picture, lambda path: figure.savefig(path, dpi=110, format="png"))
-        result.plot = picture
+    write_atomically(result.output, lambda path: path.write_text(text, encoding="utf-8"))
+    if figure is not None and result.plot is not None:
+        write_atomically(result.plot, lambda path: figure.savefig(path, dpi=110, format="png"))
 
 
 # -- command line ----------------------------------------------------------------------------------------
@@ -684,9 +732,10 @@ def _outputs(args: argparse.Namespace) -> list[Path]:
 
 def _identify(args: argparse.Namespace) -> tool.Done:
     try:
-        return tool.Done(report=report_lines(_run(args)))
+        result = _run(args)
     except NotBetterError as refused:
-        raise tool.Refused(str(refused), report_lines(refused.result)) from None
+        raise tool.Refused(str(refused), report_lines(refused.result), refused.result.notes) from None
+    return tool.Done(report=report_lines(result), notes=result.notes)
 
 
 def _run(args: argparse.Namespace) -> Result:

@@ -70,6 +70,8 @@ def report_lines(result: Result) -> list[str]:
         )
     )
     lines += _offset_lines(result)
+    lines += [f"driver: {line}" for line in result.driver.found]
+    lines += [f"driver, not estimated: {line}" for line in result.driver.missing]
     lines += _twin_lines(result)
     for prediction in result.predictions:
         twin_error = Prediction.error(prediction.twin, prediction.measured)

@@ -70,6 +70,7 @@ def twin_config(
     initial_q: NDArray[np.float64],
     record: Mapping[str, Any],
     driver: Mapping[str, Any] | None = None,
+    dt: float | None = None,
 ) -> dict[str, Any]:
     """Return the twin's TOML tables.
 
@@ -89,6 +90,9 @@ def twin_config(
     driver : Mapping[str, Any] | None, optional
         What was estimated of the driver (``[driver]`` keys: ``effort_bias``, ...), written
         over the prior's ``[driver]`` keys by :func:`driver_table`.
+    dt : float | None, optional
+        The twin's integration step (``[simulator].dt``) in place of the prior's, when the
+        driver's rate needs another; ``None`` keeps the prior's.
 
     Returns
     -------
@@ -122,6 +126,8 @@ def twin_config(
         for key in DRIVE_TERMS:
             if key in params.terms or columns[key][k] != 0.0:
                 table[key] = float(columns[key][k])
+    if dt is not None:
+        config["simulator"] = {**config.get("simulator", {}), "dt": dt}
     table = driver_table(config.get(DRIVER_TABLE), len(links), driver or {})
     if table:
         config[DRIVER_TABLE] = table

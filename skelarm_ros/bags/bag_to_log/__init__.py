@@ -11,8 +11,10 @@ files with their sha256, counts of repaired or masked samples) is written into t
 log's ``[extra]`` table. Missing values are NaN and marked ``False`` in the
 ``valid_<channel>`` masks; no sample is deleted. See ``docs/bags.md``.
 
-:func:`bag_to_log` (:mod:`.conversion`) runs five stages, each a function that can be
-called alone, each in a module of its own:
+:func:`convert` (:mod:`.conversion`) runs five stages, each a function that can be
+called alone, each in a module of its own, and returns the log in memory (a
+:class:`Conversion`: the :class:`~skelarm_ros.bags.logfile.LogFile` and what the
+conversion says, as values; no stage warns through the warnings module):
 
 1. :func:`plan_topics` (:mod:`.topics`): which topics to read (joint states, commands,
    wrench, controller channels, ``robot_description``), given or found, and checked;
@@ -26,7 +28,8 @@ called alone, each in a module of its own:
    the recorded ``robot_description``;
 5. :func:`log_extra` (:mod:`.extra`): the ``[extra]`` table.
 
-The log is written by :func:`skelarm_ros.bags.logfile.write_log`. What the stages hand
+Any caller takes the log so (``identify`` does, with no file in between);
+:func:`bag_to_log` writes it with :func:`skelarm_ros.bags.logfile.write_log`. What the stages hand
 on (rows grown in chunks, a topic's :class:`Samples`, :class:`ConversionError`) is in
 :mod:`.samples`; the command line (:func:`main`) in :mod:`.command`.
 
@@ -36,7 +39,7 @@ This package does not import rclpy.
 from skelarm_ros.bags.bag_to_log.alignment import WALL_CLOCK_NS, Aligned, align, resolve_times
 from skelarm_ros.bags.bag_to_log.collection import PROGRESS_MIN_MESSAGES, Collected, collect
 from skelarm_ros.bags.bag_to_log.command import main
-from skelarm_ros.bags.bag_to_log.conversion import CLOCKS, Summary, bag_to_log
+from skelarm_ros.bags.bag_to_log.conversion import CLOCKS, Conversion, Options, Summary, bag_to_log, convert
 from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra, sha256
 from skelarm_ros.bags.bag_to_log.samples import ConversionError, Samples
 from skelarm_ros.bags.bag_to_log.skeleton import resolve_skeleton
@@ -61,7 +64,9 @@ __all__ = [
     "WALL_CLOCK_NS",
     "Aligned",
     "Collected",
+    "Conversion",
     "ConversionError",
+    "Options",
     "Samples",
     "Summary",
     "TopicPlan",
@@ -70,6 +75,7 @@ __all__ = [
     "choose_joint_topic",
     "collect",
     "controller_topics",
+    "convert",
     "description_topic",
     "log_extra",
     "main",

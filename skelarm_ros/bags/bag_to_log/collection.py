@@ -5,14 +5,14 @@
 
 Joint states of one repeated layout are read straight from their bytes by
 :class:`skelarm_ros.bags.cdr.JointStateLayout`; commands logged before the first state
-are kept for it.
+are kept for it. What the pass has to say (joint states without names) it returns as
+values (:attr:`Collected.said`), as every stage does.
 
 This module does not import rclpy.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections import deque
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -67,7 +67,10 @@ class Collected:
     unknown_names : list[str]
         Joint names seen that are not among :attr:`joints`, sorted.
     notes : list[str]
-        The bag's notes.
+        The bag's notes (the log records them).
+    said : list[str]
+        What a user should know that the log does not record: joint states without names,
+        read in position order.
     skipped : dict[str, int]
         Messages that could not be decoded, per topic.
     files : list[Path]
@@ -83,6 +86,7 @@ class Collected:
     empty_name_lists: int
     unknown_names: list[str]
     notes: list[str]
+    said: list[str]
     skipped: dict[str, int]
     files: list[Path]
 
@@ -102,6 +106,7 @@ class _Collector:
         self.streams: dict[str, Stream] = {}
         self.urdf: str | None = None
         self.empty_name_lists = 0
+        self.said: list[str] = []
         # Commands logged before the first state (a recorder may take a command before the state it answers).
         self.early: deque[tuple[str, str, int, Any]] = deque(maxlen=EARLY_COMMANDS)
 
@@ -139,10 +144,7 @@ class _Collector:
                 if self.joints
                 else f"naming the joints {chosen} in position order (pass --joints to name them)"
             )
-            warnings.warn(
-                f"joint states on '{self.plan.joint_topic}' have an empty name list; {how}",
-                stacklevel=5,  # past joint_state, collect and bag_to_log: to the line that called bag_to_log
-            )
+            self.said.append(f"joint states on '{self.plan.joint_topic}' have an empty name list; {how}")
         if not chosen:
             msg = f"the first message on '{self.plan.joint_topic}' has no joints; choose another topic"
             raise ConversionError(msg)
@@ -241,6 +243,7 @@ class _Collector:
             empty_name_lists=self.empty_name_lists,
             unknown_names=sorted(self.statemap.unknown),
             notes=list(self.bag.notes),
+            said=list(self.said),
             skipped=dict(self.bag.skipped_messages),
             files=list(self.bag.files),
         )

@@ -67,7 +67,7 @@ def _convert(args: argparse.Namespace) -> tool.Done:
         recover=args.recover,
         progress=sys.stderr if sys.stderr.isatty() else None,
     )
-    return tool.Done(report=[summary.text()], notes=summary.extra["notes"])
+    return tool.Done(report=[summary.text()], notes=summary.conversion.notes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

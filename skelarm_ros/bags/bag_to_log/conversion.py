@@ -1,7 +1,12 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""``bag_to_log``'s conversion: the five stages, then the log written whole or not at all.
+"""``bag_to_log``'s conversion: the five stages into a log in memory (:func:`convert`), and its file.
+
+:func:`convert` runs the stages and returns a :class:`Conversion`: the log as a
+:class:`~skelarm_ros.bags.logfile.LogFile` (its arrays and metadata, exactly what the file
+holds) and what the conversion says, as values. Any caller takes it so (``identify`` does,
+with no file in between); :func:`bag_to_log` writes it, whole or not at all.
 
 This module does not import rclpy.
 """
@@ -11,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict, Unpack
 
 from skelarm_ros.bags.bag_to_log.alignment import align
 from skelarm_ros.bags.bag_to_log.collection import collect
@@ -19,7 +24,7 @@ from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra
 from skelarm_ros.bags.bag_to_log.samples import ConversionError
 from skelarm_ros.bags.bag_to_log.skeleton import joint_kinds, joint_units, resolve_skeleton
 from skelarm_ros.bags.bag_to_log.topics import plan_topics
-from skelarm_ros.bags.logfile import LogFileError, write_log
+from skelarm_ros.bags.logfile import LogFile, LogFileError, write_log
 from skelarm_ros.bags.reader import open_bag
 from skelarm_ros.sim.scenario import load_arm
 
@@ -30,35 +35,104 @@ CLOCKS = ("header", "log")
 """The clocks a log's time may be read on: header stamps or log time."""
 
 
+class Options(TypedDict, total=False):
+    """:func:`convert`'s keywords, as :func:`bag_to_log` passes them on."""
+
+    joint_topic: str | None
+    command_topic: str | None
+    wrench_topic: str | None
+    joints: Sequence[str] | None
+    clock: str
+    scenario: str | Path | None
+    recover: bool
+    progress: IO[str] | None
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A bag converted in memory.
+
+    Attributes
+    ----------
+    log : LogFile
+        The log: its arrays and its metadata (``[extra]`` with the conventions, topics,
+        the source files with their sha256, the notes), as :func:`bag_to_log` writes it.
+    messages : int
+        Messages read from the bag.
+    masked : dict[str, int]
+        Masked (missing) values per channel.
+    said : tuple[str, ...]
+        What a user should know that the log does not record (joint states without names).
+    """
+
+    log: LogFile
+    messages: int
+    masked: dict[str, int]
+    said: tuple[str, ...] = ()
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The log's ``[extra]`` table."""
+        return self.log.extra
+
+    @property
+    def joints(self) -> list[str]:
+        """Joint names, in column order."""
+        return list(self.extra["joint_names"])
+
+    @property
+    def frames(self) -> int:
+        """Samples (joint-state messages)."""
+        return len(self.log.times)
+
+    @property
+    def notes(self) -> list[str]:
+        """Everything the conversion says: what the log does not record, then the notes it records."""
+        return [*self.said, *self.extra["notes"]]
+
+
 @dataclass
 class Summary:
-    """What a conversion did.
+    """What a conversion to a file did.
 
     Attributes
     ----------
     output : Path
         The written log.
-    frames : int
-        Samples (joint-state messages) written.
-    messages : int
-        Messages read from the bag.
+    conversion : Conversion
+        The log as written, and what the conversion says.
     seconds : float
-        Wall time of the conversion.
-    joints : list[str]
-        Joint names, in column order.
-    masked : dict[str, int]
-        Masked (missing) values per channel.
-    extra : dict[str, Any]
-        The ``[extra]`` table written.
+        Wall time of the conversion and the write.
     """
 
     output: Path
-    frames: int
-    messages: int
+    conversion: Conversion
     seconds: float
-    joints: list[str]
-    masked: dict[str, int]
-    extra: dict[str, Any]
+
+    @property
+    def frames(self) -> int:
+        """Samples (joint-state messages) written."""
+        return self.conversion.frames
+
+    @property
+    def messages(self) -> int:
+        """Messages read from the bag."""
+        return self.conversion.messages
+
+    @property
+    def joints(self) -> list[str]:
+        """Joint names, in column order."""
+        return self.conversion.joints
+
+    @property
+    def masked(self) -> dict[str, int]:
+        """Masked (missing) values per channel."""
+        return self.conversion.masked
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The ``[extra]`` table written."""
+        return self.conversion.extra
 
     def text(self) -> str:
         """Return a few lines for the terminal."""
@@ -74,9 +148,8 @@ class Summary:
         )
 
 
-def bag_to_log(
+def convert(
     bag_path: str | Path,
-    output: str | Path,
     *,
     joint_topic: str | None = None,
     command_topic: str | None = None,
@@ -86,15 +159,13 @@ def bag_to_log(
     scenario: str | Path | None = None,
     recover: bool = False,
     progress: IO[str] | None = None,
-) -> Summary:
-    """Convert a bag into a skelarm ``.sklog.npz``.
+) -> Conversion:
+    """Convert a bag into a skelarm log in memory.
 
     Parameters
     ----------
     bag_path : str | Path
         A rosbag2 directory, a ``.db3`` / ``.mcap`` file or a ROS 1 ``.bag``.
-    output : str | Path
-        The log to write.
     joint_topic : str | None, optional
         The JointState topic; by default the only one (see :func:`choose_joint_topic`).
     command_topic : str | None, optional
@@ -118,19 +189,17 @@ def bag_to_log(
 
     Returns
     -------
-    Summary
-        What was written.
+    Conversion
+        The log and what the conversion says.
 
     Raises
     ------
     BagError, ConversionError, ScenarioError
-        With one sentence naming the problem; no output is left behind.
+        With one sentence naming the problem.
     """
-    started = time.perf_counter()
     if clock not in CLOCKS:
         msg = f"unknown clock '{clock}'; choose 'header' (message stamps) or 'log' (recording time)"
         raise ConversionError(msg)
-    output = Path(output)
     arm = load_arm(scenario) if scenario else None
     with open_bag(bag_path, recover=recover) as bag:
         plan = plan_topics(
@@ -156,18 +225,37 @@ def bag_to_log(
         extra["joint_kinds"] = kinds
     if arm is not None:  # the scenario's tables travel with the log, as a skelarm run's do (plot draws its task)
         extra["source_config"] = arm.config
+    log = LogFile.made(aligned.arrays, skeleton=skeleton, producer=TOOL, channel_meta=aligned.channel_meta, extra=extra)
+    return Conversion(log, collected.messages, aligned.masked, tuple(collected.said))
+
+
+def bag_to_log(bag_path: str | Path, output: str | Path, **options: Unpack[Options]) -> Summary:
+    """Convert a bag into a skelarm ``.sklog.npz`` (:func:`convert`, then the file written whole).
+
+    Parameters
+    ----------
+    bag_path : str | Path
+        A rosbag2 directory, a ``.db3`` / ``.mcap`` file or a ROS 1 ``.bag``.
+    output : str | Path
+        The log to write.
+    **options
+        :func:`convert`'s keywords (:class:`Options`: topics, joints, clock, scenario, recover, progress).
+
+    Returns
+    -------
+    Summary
+        What was written.
+
+    Raises
+    ------
+    BagError, ConversionError, ScenarioError
+        With one sentence naming the problem; no output is left behind.
+    """
+    started = time.perf_counter()
+    conversion = convert(bag_path, **options)
+    output = Path(output)
     try:
-        write_log(
-            output, aligned.arrays, skeleton=skeleton, producer=TOOL, channel_meta=aligned.channel_meta, extra=extra
-        )
+        write_log(output, conversion.log)
     except LogFileError as error:
         raise ConversionError(str(error)) from None
-    return Summary(
-        output=output,
-        frames=len(aligned.stamps),
-        messages=collected.messages,
-        seconds=time.perf_counter() - started,
-        joints=collected.joints,
-        masked=aligned.masked,
-        extra=extra,
-    )
+    return Summary(output, conversion, time.perf_counter() - started)
