@@ -36,6 +36,7 @@ from skelarm_ros.interface import (
     TARGET,
     check_choice,
     check_count,
+    check_node_names,
     check_non_negative,
     check_positive,
     default_joint_names,
@@ -329,19 +330,6 @@ def _names(values: Mapping[str, str], argument: str, num_joints: int) -> list[st
     return names
 
 
-def _node_names(text: str, argument: str) -> tuple[str, ...]:
-    """Split a comma-separated list of node names (relative to the namespace, or full); empty when not given."""
-    names = split_names(text)
-    for name in names:
-        if not all(_TOKEN.fullmatch(part) for part in name.removeprefix("/").split("/")):
-            msg = (
-                f"{argument} '{text}' must name nodes, comma-separated (/plotter, probe), not count them: "
-                f"'{name}' is not a node name"
-            )
-            raise GraphError(msg)
-    return tuple(names)
-
-
 def _existing_path(text: str, argument: str, what: str) -> str:
     path = Path(text).expanduser()
     if not path.exists():
@@ -473,7 +461,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
         msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
         raise GraphError(msg)
-    extra_readers = _node_names(values["extra_readers"], "extra_readers")
+    extra_readers = _checked(check_node_names, "extra_readers", split_names(values["extra_readers"]))
     return _Graph(
         values=values,
         arm=arm,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.duration import Duration
 from rclpy.qos import QoSCompatibility, qos_check_compatible
 
+from skelarm_ros.interface import missing_readers
 from skelarm_ros.nodes.spinning import stop_requested
 
 if TYPE_CHECKING:
@@ -66,40 +67,6 @@ def node_full_name(node: Node, name: str) -> str:
 def reader_names(node: Node, names: Sequence[str]) -> tuple[str, ...]:
     """Return the nodes a parameter names (relative to ``node``'s namespace, or full) as full names, each once."""
     return tuple(dict.fromkeys(node_full_name(node, name) for name in names if name))
-
-
-def missing_readers(
-    topic: str, wanted: Sequence[str], readers: Sequence[str], matched: int, at_least: int = 0
-) -> list[str]:
-    """Say what a publisher's first message still waits for; empty when its readers are there (the one rule).
-
-    Parameters
-    ----------
-    topic : str
-        The publisher's topic, for the phrases.
-    wanted : Sequence[str]
-        Full names of the nodes that read the topic, as the graph's description says.
-    readers : Sequence[str]
-        Full names of the graph's readers of the topic that can match the publisher
-        (:func:`matching_readers`), one per reader.
-    matched : int
-        Readers matched by the publisher.
-    at_least : int, optional
-        Readers to wait for when no name can be known (a real arm's driver's effort controller).
-
-    Returns
-    -------
-    list[str]
-        One phrase per missing thing: each wanted node without a reader that can match,
-        and the matched count while it is below every reader that can match (so the
-        wanted ones are matched, not only known) or below ``at_least``. A reader from
-        outside the graph never stands in for a wanted node.
-    """
-    missing = [f"a {topic} reader of {name}" for name in wanted if name not in readers]
-    expected = max(at_least, len(readers) if wanted else 0)
-    if matched < expected:
-        missing.append(f"{topic} readers matched ({matched} of {expected})")
-    return missing
 
 
 def readers_missing(node: Node, publisher: Publisher, wanted: Sequence[str], at_least: int = 0) -> list[str]:

@@ -21,7 +21,7 @@ from skelarm_ros.interface import (
     TIME_REVERSAL_MODES,
     check_time_slice,
 )
-from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param, readers
 
 RETIRED = {
     "min_subscribers": "name the command topic's readers in command_readers",
@@ -203,7 +203,7 @@ class ControllerParams:
     ] = 0.0001
     command_readers: Annotated[
         tuple[str, ...],
-        param(
+        readers(
             "the nodes that read the command topic, waited for by name before the first command (held back in "
             "order until then; on a live arm, states are not controlled until then); empty: none",
             details="Relative to the namespace or full, as the simulator's `state_readers` "
@@ -215,7 +215,7 @@ class ControllerParams:
     ] = ()
     channel_readers: Annotated[
         tuple[str, ...],
-        param(
+        readers(
             "the nodes that read controller/<channel>, waited for by name as well; empty: none",
             details="The launch names its recorder.",
         ),

@@ -11,7 +11,7 @@ from typing import Annotated, ClassVar
 
 from skelarm_ros.bags.forces import HOLD, MODES
 from skelarm_ros.interface import TIP_WRENCH
-from skelarm_ros.nodes.params.fields import choice, number, param
+from skelarm_ros.nodes.params.fields import choice, number, param, readers
 
 CLOCK_TIMING = "clock"
 TIMER_TIMING = "timer"
@@ -64,7 +64,7 @@ class ForceReplayParams:
     ] = ""
     wrench_readers: Annotated[
         tuple[str, ...],
-        param(
+        readers(
             "the nodes that read tip_wrench, waited for by name before the first wrench (held back in order); "
             "empty: none",
             details="As the simulator's `state_readers` ([simulator.md](simulator.md)). The launch names its "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
 from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, MODES, REALTIME, SLICE_RANGE, check_time_slice
-from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param, readers
 
 THREAD_PRIORITY = (
     "As ros2_control's controller manager offers it; needs real-time rights (`rtprio` in "
@@ -150,7 +150,7 @@ class SimulatorParams:
     )
     state_readers: Annotated[
         tuple[str, ...],
-        param(
+        readers(
             "the nodes that read joint_states, waited for by name before step 0; empty: none",
             details=READERS + " In lockstep, and with `wait_for_controller`, every node publishing the commands "
             "is waited for as a joint_states reader too.",
@@ -158,7 +158,9 @@ class SimulatorParams:
     ] = ()
     tip_readers: Annotated[
         tuple[str, ...],
-        param("the nodes that read tip, waited for by name before step 0; empty: none", details="As `state_readers`."),
+        readers(
+            "the nodes that read tip, waited for by name before step 0; empty: none", details="As `state_readers`."
+        ),
     ] = ()
     wait_for_controller: Annotated[
         bool,
