@@ -341,22 +341,22 @@ def check_mode(mode: str, command_interface: str) -> None:
         raise ValueError(msg)
 
 
-def check_node_names(name: str, value: Sequence[str]) -> tuple[str, ...]:
-    """Check a list of node names (relative, ``recorder``, or full, ``/lab/plotter``), each once; return them.
+def check_node_names(name: str, value: Sequence[str] | None) -> tuple[str, ...]:
+    """Check a list of node names (relative, ``recorder``, or full, ``/lab/plotter``; none: empty); return each once.
 
     Raises
     ------
     ValueError
         On an entry that is not a node name (a count, say: readers are named, not counted).
     """
-    for entry in value:
+    for entry in value or ():
         if not all(CHANNEL_NAME.fullmatch(part) for part in entry.removeprefix("/").split("/")):
             msg = (
                 f"{name} must name nodes (/plotter, recorder), not count them: {entry!r} is not a node name "
                 "(letters, digits and underscores, not starting with a digit, parts separated by '/')"
             )
             raise ValueError(msg)
-    return tuple(dict.fromkeys(value))
+    return tuple(dict.fromkeys(value or ()))
 
 
 # -- who a publisher waits for ----------------------------------------------------------------------------
