@@ -198,12 +198,9 @@ class ControllerNode(KitNode):
         self.loop.soft_start = params.soft_start
         self.watch.timeout = params.state_timeout
 
-    def readers_missing(self, at_least: int = 0) -> list[str]:
-        """Say what the first command and channel messages still wait for: their readers by name.
-
-        ``at_least`` readers of the command topic besides (a live arm's driver, whose name cannot be known).
-        """
-        missing = readers_missing(self, self.command_pub, self.command_readers, at_least)
+    def readers_missing(self) -> list[str]:
+        """Say what the first command and channel messages still wait for: the readers named, by name."""
+        missing = readers_missing(self, self.command_pub, self.command_readers)
         for publisher, _ in self.channel_pubs.values():
             missing += readers_missing(self, publisher, self.channel_readers)
         return missing
@@ -297,18 +294,22 @@ class ControllerNode(KitNode):
         return output
 
     def _reader_matched(self) -> bool:
-        """Whether the command readers are there (any one when none is named); said as control starts, or while not."""
+        """Whether the command topic has a reader, the driver's (named or not); said as control starts, or while not.
+
+        Only the first is waited for so: a lockstep simulator sends each state once, and the
+        readers named beside it (a recorder) have what is computed held back for them.
+        """
         topic = self._command_topic
-        missing = self.readers_missing(at_least=1)
+        missing = readers_missing(self, self.command_pub, (), 1)
         if missing:
             self.get_logger().info(
-                f"joint states arrive but {topic} waits for {'; '.join(missing)} (the driver's effort controller); "
-                "control starts then",
+                f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
+                "control starts when it has one",
                 throttle_duration_sec=WAIT_REPORT,
             )
             return False
         self._awaits_reader = False
-        self.get_logger().info(f"{topic} has its readers; control starts")
+        self.get_logger().info(f"{topic} has a reader; control starts")
         return True
 
     def stop_report(self) -> str:

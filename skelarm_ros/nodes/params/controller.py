@@ -205,12 +205,12 @@ class ControllerParams:
         tuple[str, ...],
         readers(
             "the nodes that read the command topic, waited for by name before the first command (held back in "
-            "order until then; on a live arm, states are not controlled until then); empty: none",
+            "order until then); empty: none",
             details="Relative to the namespace or full, as the simulator's `state_readers` "
             "([simulator.md](simulator.md)): each named node needs a reader that can match, and every such reader "
             "matched. The launch names its simulator and its recorder, so a recording keeps the command of step 0. "
-            "On a live arm (`live_arm`) with none named (a real driver's effort controller, whose name cannot be "
-            "known) control waits for any one reader, so the time line starts when commands can arrive.",
+            "On a live arm (`live_arm`) control first waits for one reader, the driver's (a real driver's effort "
+            "controller's name cannot be known), so the time line starts when commands can arrive.",
         ),
     ] = ()
     channel_readers: Annotated[
