@@ -341,6 +341,61 @@ def check_mode(mode: str, command_interface: str) -> None:
         raise ValueError(msg)
 
 
+def check_node_names(name: str, value: Sequence[str] | None) -> tuple[str, ...]:
+    """Check a list of node names (relative, ``recorder``, or full, ``/lab/plotter``; none: empty); return each once.
+
+    Raises
+    ------
+    ValueError
+        On an entry that is not a node name (a count, say: readers are named, not counted).
+    """
+    for entry in value or ():
+        if not all(CHANNEL_NAME.fullmatch(part) for part in entry.removeprefix("/").split("/")):
+            msg = (
+                f"{name} must name nodes (/plotter, recorder), not count them: {entry!r} is not a node name "
+                "(letters, digits and underscores, not starting with a digit, parts separated by '/')"
+            )
+            raise ValueError(msg)
+    return tuple(dict.fromkeys(value or ()))
+
+
+# -- who a publisher waits for ----------------------------------------------------------------------------
+
+
+def missing_readers(
+    topic: str, wanted: Sequence[str], readers: Sequence[str], matched: int, at_least: int = 0
+) -> list[str]:
+    """Say what a publisher's first message still waits for; empty when its readers are there (the one rule).
+
+    Parameters
+    ----------
+    topic : str
+        The publisher's topic, for the phrases.
+    wanted : Sequence[str]
+        Full names of the nodes that read the topic, as the graph's description says.
+    readers : Sequence[str]
+        Full names of the graph's readers of the topic that can match the publisher (its
+        type, a compatible QoS), one per reader.
+    matched : int
+        Readers matched by the publisher.
+    at_least : int, optional
+        Readers to wait for when no name can be known (a real arm's driver's effort controller).
+
+    Returns
+    -------
+    list[str]
+        One phrase per missing thing: each wanted node without a reader that can match,
+        and the matched count while it is below every reader that can match (so the
+        wanted ones are matched, not only known) or below ``at_least``. A reader from
+        outside the graph never stands in for a wanted node.
+    """
+    missing = [f"a {topic} reader of {name}" for name in wanted if name not in readers]
+    expected = max(at_least, len(readers) if wanted else 0)
+    if matched < expected:
+        missing.append(f"{topic} readers matched ({matched} of {expected})")
+    return missing
+
+
 # -- stamps -----------------------------------------------------------------------------------------------
 
 

@@ -11,10 +11,22 @@ from typing import Any
 
 
 class StandIn:
-    """Keeps each message published (as ``keep`` makes it) and says it has ``readers`` readers."""
+    """Keeps each message published (as ``keep`` makes it) and says it has ``readers`` readers.
 
-    def __init__(self, topic: str = "", *, readers: int = 1, keep: Callable[[Any], Any] | None = None) -> None:
+    ``msg_type`` is the message class the graph sees it publish, for a node that asks the graph for
+    its readers by name.
+    """
+
+    def __init__(
+        self,
+        topic: str = "",
+        *,
+        readers: int = 1,
+        keep: Callable[[Any], Any] | None = None,
+        msg_type: Any = None,
+    ) -> None:
         self.topic_name = topic
+        self.msg_type = msg_type
         self.readers = readers
         self.messages: list[Any] = []
         self._keep = keep

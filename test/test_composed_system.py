@@ -67,8 +67,8 @@ def _graph(context, namespace: str, path: Path, composed: bool) -> list[Node]:
     if composed:
         node = ComposedSimulator(context=context, namespace=namespace, parameter_overrides=_p(simulator))
         return [node, node.controller]
-    simulator["min_subscribers"] = 2  # the controller and the probe
-    controller = {**common, "reliable_states": True, "min_subscribers": 2}
+    simulator["state_readers"] = ["controller", "/probe"]
+    controller = {**common, "reliable_states": True, "command_readers": ["simulator", "/probe"]}
     return [
         SimulatorNode(context=context, namespace=namespace, parameter_overrides=_p(simulator)),
         ControllerNode(context=context, namespace=namespace, parameter_overrides=_p(controller)),

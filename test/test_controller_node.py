@@ -9,12 +9,14 @@ import time
 
 import numpy as np
 import pytest
+import rclpy
 from geometry_msgs.msg import PointStamped
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from stand_ins import StandIn
 from std_msgs.msg import Float64MultiArray
+from waiting import wait_until
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.interface import COMMAND_TOPICS, channel_topic
@@ -167,26 +169,46 @@ def test_channels_published_stamped_with_point_and_joint_state_types(make_node, 
     np.testing.assert_allclose([point.point.x, point.point.y], node.loop.controller.log_channels()["endpoint"])
 
 
-def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_starts(make_node):
-    command = captured(subscribers=1)  # the simulator, not yet the recorder
-    channels = {name: captured(subscribers=0) for name in ("q_ref", "error")}
+def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_names(make_node, context):
+    def seen(topic: str, readers: int) -> StandIn:  # a publisher the graph sees, by topic and type
+        return StandIn(topic, readers=readers, keep=decoded, msg_type=JointState)
+
+    command = seen("/joint_commands", 1)  # matched by a reader from outside the graph, not a named one
+    channels = {name: seen(f"/controller/{name}", 0) for name in ("q_ref", "error")}
     node = make_node(
         commands(command, "joint_commands", **channels),
         command_interface="joint_commands",
-        min_subscribers=2,
-        min_channel_subscribers=1,
+        command_readers=["simulator", "recorder"],
+        channel_readers=["recorder"],
     )
     assert set(node.channel_pubs) == {"q_ref", "error"}  # announced at start-up, before any state
     for k in range(3):
         feed(node, _state(["j1", "j2"], [0.1, 0.2], [0.0, 0.0], k * 2_000_000))
     node.out.release()
     assert command.messages == [] and all(c.messages == [] for c in channels.values())
-    command.readers = 2
-    node.out.release()
-    assert command.messages == []  # the channels' reader is not matched yet
-    for capture in channels.values():
-        capture.readers = 1
-    node.out.release()
+    readers = []
+    try:
+        simulator = rclpy.create_node("simulator", context=context)
+        readers.append(simulator)
+        simulator.create_subscription(JointState, "joint_commands", lambda _: None, 10)
+        assert wait_until(lambda: "a /joint_commands reader of /simulator" not in node.readers_missing(), 20.0)
+        command.readers = 2
+        node.out.release()
+        assert command.messages == []  # the recorder is not there yet
+        recorder = rclpy.create_node("recorder", context=context)
+        readers.append(recorder)
+        for topic in ("joint_commands", "controller/q_ref", "controller/error"):
+            recorder.create_subscription(JointState, topic, lambda _: None, 10)
+        known = ["/controller/q_ref readers matched (0 of 1)", "/controller/error readers matched (0 of 1)"]
+        assert wait_until(lambda: node.readers_missing() == known, 20.0), node.readers_missing()
+        node.out.release()
+        assert command.messages == []  # the recorder's channel readers are known, not matched yet
+        for capture in channels.values():
+            capture.readers = 1
+        node.out.release()
+    finally:
+        for reader in readers:
+            reader.destroy_node()
     assert [m.header.stamp.nanosec for m in command.messages] == [0, 2_000_000, 4_000_000]
     for capture in channels.values():
         assert [m.header.stamp.nanosec for m in capture.messages] == [0, 2_000_000, 4_000_000]
@@ -194,9 +216,11 @@ def test_commands_and_channels_wait_in_order_for_the_readers_the_graph_starts(ma
     assert len(command.messages) == 4 and all(len(c.messages) == 4 for c in channels.values())
 
 
-def test_min_subscribers_must_not_be_negative(make_node):
-    with pytest.raises(ValueError, match=r"^parameter min_subscribers must be a whole number, 0 or more, got -1$"):
-        make_node(min_subscribers=-1)
+def test_readers_are_named_not_counted(make_node):
+    with pytest.raises(ValueError, match=r"^parameter command_readers must name nodes \(/plotter, recorder\)"):
+        make_node(command_readers=["2"])
+    with pytest.raises(ValueError, match=r"controller's parameter 'min_subscribers' was removed: name the command"):
+        make_node(min_subscribers=2)
 
 
 def test_joint_channels_and_silence_without_subscribers(make_node):

@@ -106,8 +106,8 @@ def test_restarted_simulator_is_followed_from_its_new_time_line(tmp_path: Path) 
     processes = []
     try:
         processes.append(procs.start_node("controller", tmp_path / "controller.log", namespace="arm1"))
-        # As the launch starts it: step 0 waits for the controller and both readers (controller, probe).
-        waiting = {"wait_for_controller": True, "min_subscribers": 2}
+        # As the launch starts it: step 0 waits for the controller and both readers by name (controller, probe).
+        waiting = {"wait_for_controller": True, "state_readers": ["controller", "probe"]}
         processes.append(procs.start_node("simulator", tmp_path / "simulator.log", waiting, namespace="arm1"))
         probe.spin_until(
             lambda: bool(states) and stamp_ns(states[-1]) > NS and commanded(states[-1]),

@@ -18,11 +18,12 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from stand_ins import StandIn
 from test_forces import accumulated_times, run_reach, scripted_push
-from waiting import spin_for, spin_until
+from waiting import spin_for, spin_until, wait_until
 
 from skelarm_ros.bags.forces import ForceSourceError, RecordedForce
 from skelarm_ros.interface import seconds_to_stamp, stamp_to_nanoseconds
 from skelarm_ros.nodes.force_replay import ForceReplayNode, main
+from skelarm_ros.nodes.graph_queries import readers_missing
 from skelarm_ros.sim.scenario import ScenarioError
 
 pytestmark = pytest.mark.ros
@@ -49,7 +50,7 @@ class Published(StandIn):
     """Stands in for the tip_wrench publisher: keeps (stamp, fx, fy, frame) of what the node publishes."""
 
     def __init__(self) -> None:
-        super().__init__("/tip_wrench", keep=self.fields)
+        super().__init__("/tip_wrench", keep=self.fields, msg_type=WrenchStamped)
 
     @property
     def wrenches(self) -> list[tuple[int, float, float, str]]:
@@ -257,17 +258,25 @@ def test_the_process_exits_non_zero_at_start_up_on_a_bad_source(tmp_path: Path) 
     assert "Traceback" not in result.stderr + result.stdout
 
 
-def test_wrenches_wait_in_order_for_min_subscribers(context) -> None:
+def test_wrenches_wait_in_order_for_their_readers_by_name(context) -> None:
     published = Published()
-    node = make(context, record(), published, min_subscribers=2)
+    node = make(context, record(), published, wrench_readers=["simulator", "recorder"])
+    readers = []
     try:
-        published.readers = 1
+        published.readers = 1  # a reader from outside the graph: a count of one would be met
         assert node.ensure_publisher() is published
         times = accumulated_times(DT, 3)
         for t in times:
             node.on_clock(clock(t))
+        for name in ("simulator", "recorder"):
+            node.out.release()
+            assert published.wrenches == []  # the simulator or the recorder is not there yet: held back
+            readers.append(rclpy.create_node(name, context=context))
+            readers[-1].create_subscription(WrenchStamped, "tip_wrench", lambda _: None, 10)
+        known = ["/tip_wrench readers matched (1 of 2)"]
+        assert wait_until(lambda: readers_missing(node, published, ["/simulator", "/recorder"]) == known, 20.0)
         node.out.release()
-        assert published.wrenches == []  # the recorder is not matched yet: held back
+        assert published.wrenches == []  # known, not matched yet
         published.readers = 2
         node.out.release()
         node.on_clock(clock(times[-1] + DT))
@@ -276,3 +285,5 @@ def test_wrenches_wait_in_order_for_min_subscribers(context) -> None:
         assert [[w[1], w[2]] for w in published.wrenches[:3]] == SAMPLES[:3]
     finally:
         node.destroy_node()
+        for reader in readers:
+            reader.destroy_node()

@@ -110,8 +110,8 @@ def replay_run(
             _start(
                 "force_replay",
                 # Wrenches are held back until the simulator and this probe read them (volatile: a
-                # reader matched late misses the first ones), as the launch counts its recorder.
-                {"source": source, "mode": mode, "scenario": scenario, "min_subscribers": 2},
+                # reader matched late misses the first ones), as the launch names its recorder.
+                {"source": source, "mode": mode, "scenario": scenario, "wrench_readers": ["simulator", "probe"]},
                 tmp_path / "force_replay.log",
             )
         )

@@ -183,15 +183,30 @@ def test_record_starts_the_recorder_with_its_own_topic_list(tmp_path):
     assert lockstep.parameters["nice"] == 10  # it yields a core to the loop; keep-all loses nothing
 
 
-def test_the_nodes_wait_for_the_recorder_by_name_when_it_records(tmp_path):
+def test_every_node_names_its_readers_and_a_recorder_is_named_where_it_reads(tmp_path):
     push = tmp_path / "push.csv"
     push.write_text("t,fx,fy\n0,0,0\n1,1,0\n", encoding="utf-8")
     recorded = by_executable({"record": str(tmp_path / "bag"), "force_source": str(push)})
-    for name in ("simulator", "controller", "force_replay"):
-        assert recorded[name].parameters["recorder_node"] == "recorder", name
-    composed = by_executable({"record": str(tmp_path / "bag"), "compose": "true"})["composed"]
-    assert composed.parameters["recorder_node"] == "recorder"
-    assert all("recorder_node" not in spec.parameters for spec in describe({"force_source": str(push)}))
+    simulator, controller = recorded["simulator"].parameters, recorded["controller"].parameters
+    assert simulator["state_readers"] == ["controller", "recorder"] and simulator["tip_readers"] == ["recorder"]
+    assert controller["command_readers"] == ["simulator", "recorder"] and controller["channel_readers"] == ["recorder"]
+    assert recorded["force_replay"].parameters["wrench_readers"] == ["simulator", "recorder"]
+    plain = by_executable({"force_source": str(push)})
+    assert plain["simulator"].parameters["state_readers"] == ["controller"]
+    assert (
+        "tip_readers" not in plain["simulator"].parameters and "channel_readers" not in plain["controller"].parameters
+    )
+    assert plain["controller"].parameters["command_readers"] == ["simulator"]
+    assert plain["force_replay"].parameters["wrench_readers"] == ["simulator"]
+    # A real arm's driver: its effort controller's name cannot be known (live_arm: any one reader), and the
+    # recorder does not hold the arm's commands back.
+    driver = by_executable({"hardware": "none", "record": str(tmp_path / "bag2")})["controller"].parameters
+    assert "command_readers" not in driver and "channel_readers" not in driver and driver["live_arm"] is True
+    # No count is left for an outside reader to meet.
+    for spec in describe({"record": str(tmp_path / "bag3"), "force_source": str(push), "extra_readers": "/plotter"}):
+        assert not {"min_subscribers", "min_tip_subscribers", "min_channel_subscribers", "recorder_node"} & set(
+            spec.parameters
+        ), spec.executable
 
 
 def test_force_replay_follows_the_clock_of_the_simulator_or_its_own_timer(tmp_path):
@@ -215,40 +230,38 @@ def test_joint_names_reach_every_node_that_names_joints_and_command_joints_the_c
     assert "command_joints" not in defaults["controller"].parameters
 
 
-def test_the_simulator_waits_for_the_graphs_own_readers(tmp_path):
-    assert by_executable({})["simulator"].parameters["min_subscribers"] == 1
+def test_the_simulator_waits_for_the_graphs_own_readers_by_name(tmp_path):
+    assert by_executable({})["simulator"].parameters["state_readers"] == ["controller"]
     assert by_executable({})["simulator"].parameters["wait_for_controller"] is True
-    assert by_executable({"controller": "false"})["simulator"].parameters["min_subscribers"] == 0
+    assert "state_readers" not in by_executable({"controller": "false"})["simulator"].parameters
     assert by_executable({"controller": "false"})["simulator"].parameters["wait_for_controller"] is False
     recorded = by_executable({"record": str(tmp_path / "bag"), "mode": "lockstep"})
-    assert recorded["simulator"].parameters["min_subscribers"] == 2
-    assert by_executable({"extra_readers": "2"})["simulator"].parameters["min_subscribers"] == 3
-    # The recorder's tip reader is counted too; with every reader counted step 0 does not settle.
-    assert recorded["simulator"].parameters["min_tip_subscribers"] == 1
-    assert by_executable({})["simulator"].parameters["min_tip_subscribers"] == 0
-    assert recorded["simulator"].parameters["start_settle"] == 0.0
-    push = tmp_path / "push.csv"
-    push.write_text("t,fx,fy\n0.0,0,0\n", encoding="utf-8")
-    for uncounted in ({"extra_readers": "1"}, {"rviz": "true"}, {"force_source": str(push)}, {"use_sim_time": "true"}):
-        assert "start_settle" not in by_executable(uncounted)["simulator"].parameters, uncounted  # the default
+    assert recorded["simulator"].parameters["state_readers"] == ["controller", "recorder"]
+    outside = by_executable({"extra_readers": "/plotter, probe"})["simulator"].parameters
+    assert outside["state_readers"] == ["controller", "/plotter", "probe"]
+    assert "start_settle" not in outside
     prioritised = by_executable({"thread_priority": "50"})
     assert prioritised["simulator"].parameters["thread_priority"] == 50
     assert prioritised["controller"].parameters["thread_priority"] == 50
 
 
 def test_compose_runs_simulator_and_controller_as_one_process_keeping_their_names(tmp_path):
-    specs = by_executable({"compose": "true", "record": str(tmp_path / "bag"), "extra_readers": "1"})
+    specs = by_executable({"compose": "true", "record": str(tmp_path / "bag"), "extra_readers": "/plotter"})
     assert set(specs) == {"composed", "recorder"}
     composed = specs["composed"]
     assert composed.name == "" and composed.ends_graph is False
-    separate = by_executable({"record": str(tmp_path / "bag"), "extra_readers": "1"})
+    separate = by_executable({"record": str(tmp_path / "bag"), "extra_readers": "/plotter"})
     shared = {**separate["controller"].parameters, **separate["simulator"].parameters}
     assert composed.parameters.keys() == shared.keys()
-    # The simulator waits for the recorder and the outside reader only; the controller's channels for the recorder.
-    assert composed.parameters["min_subscribers"] == 2
-    assert composed.parameters["min_channel_subscribers"] == 1
+    # The simulator waits for the recorder and the outside reader; the controller's commands and channels for
+    # the recorder (its simulator is handed each command by a call).
+    assert composed.parameters["state_readers"] == ["recorder", "/plotter"]
+    assert composed.parameters["command_readers"] == ["recorder"]
+    assert composed.parameters["channel_readers"] == ["recorder"]
     assert composed.parameters["wait_for_controller"] is False
-    assert by_executable({"compose": "true", "duration": "2"})["composed"].ends_graph is True
+    alone = by_executable({"compose": "true", "duration": "2"})["composed"]
+    assert alone.ends_graph is True
+    assert not {"state_readers", "command_readers", "channel_readers"} & set(alone.parameters)
 
 
 def test_use_sim_time_reaches_every_node():
@@ -274,7 +287,7 @@ def test_use_sim_time_reaches_every_node():
         ({"force_source": "/no/such/force.csv"}, "force_source '/no/such/force.csv' does not exist"),
         ({"hardware": "none", "mode": "lockstep"}, "mode 'lockstep' needs hardware:=sim"),
         ({"hardware": "none", "duration": "3"}, "duration needs hardware:=sim"),
-        ({"extra_readers": "-1"}, "extra_readers must be a whole number, 0 or more, got '-1'"),
+        ({"extra_readers": "1"}, "extra_readers must name nodes (/plotter, recorder), not count them: '1'"),
         ({"thread_priority": "100"}, "thread_priority must be a whole number from 0 to 99, got '100'"),
         ({"joint_names": "a"}, "joint_names 'a' must name each of the arm's 2 joints once"),
         ({"joint_names": "a,a"}, "joint_names 'a,a' must name each of the arm's 2 joints once"),

@@ -19,7 +19,7 @@ def test_replay_leaves_the_simulator_out_and_the_player_ends_the_graph(bag, tmp_
     assert list(specs) == ["controller", "recorder", "player"]
     controller = specs["controller"].parameters
     assert controller["command_interface"] == "joint_commands"  # each command stamped with its state
-    assert controller["qos_depth"] == 1000 and controller["min_subscribers"] == 1
+    assert controller["qos_depth"] == 1000 and controller["command_readers"] == ["recorder"]
     player = specs["player"]
     assert player.ends_graph and not specs["controller"].ends_graph
     settings = parse_arguments(list(player.arguments))
@@ -41,7 +41,7 @@ def test_replay_rate_namespace_extra_readers_and_sim_time(bag):
             "replay": str(bag),
             "replay_rate": "0.5",
             "namespace": "lab",
-            "extra_readers": "2",
+            "extra_readers": "/plotter,/probe",
             "use_sim_time": "true",
             "controller": "false",
         }

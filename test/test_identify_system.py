@@ -84,7 +84,7 @@ def test_the_twin_identified_from_a_bag_follows_the_held_out_reference_like_the_
     probe = procs.Probe()
     states = probe.record(JointState, "joint_states")
     frames = round(HELDOUT / DT) + 1
-    twin_run = _launch(tmp_path, "twin", f"scenario:={twin_path}", f"duration:={HELDOUT}", "extra_readers:=1")
+    twin_run = _launch(tmp_path, "twin", f"scenario:={twin_path}", f"duration:={HELDOUT}", "extra_readers:=/probe")
     try:
         probe.spin_until(lambda: twin_run.poll() is not None, procs.START_TIMEOUT + 120.0, "the twin's run to end")
         probe.spin_until(lambda: len(states) >= frames, 10.0, f"{frames} joint states")

@@ -294,9 +294,9 @@ def test_a_signal_ends_the_spin_between_callbacks_and_the_node_says_its_last_wor
         assert noise not in err, err
 
 
-def test_a_publisher_waits_for_the_named_recorder_not_just_a_count(context: Any) -> None:
-    """readers_missing: the count, then the graph's recorder by name, then every reader that can match matched."""
-    from skelarm_ros.nodes.graph_queries import node_full_name, readers_missing
+def test_a_publisher_waits_for_its_readers_by_name_not_for_a_count(context: Any) -> None:
+    """readers_missing: the graph's readers by name, then every reader that can match matched; at least one unnamed."""
+    from skelarm_ros.nodes.graph_queries import node_full_name, reader_names, readers_missing
 
     node = Node("controller", context=context)
     echo = Node("echo", context=context)
@@ -306,17 +306,17 @@ def test_a_publisher_waits_for_the_named_recorder_not_just_a_count(context: Any)
     recorder = None
     try:
         publisher = node.create_publisher(JointState, "joint_commands", 10)
-        named = node_full_name(node, "recorder")
-        assert named == "/recorder" and node_full_name(node, "/arm2/recorder") == "/arm2/recorder"
+        named = reader_names(node, ["recorder", "/recorder", ""])
+        assert named == ("/recorder",) and node_full_name(node, "/arm2/recorder") == "/arm2/recorder"
         assert node_full_name(node, "") == ""  # none given
-        assert readers_missing(node, publisher, 1) == ["/joint_commands readers matched (0 of 1)"]
+        assert readers_missing(node, publisher, (), 1) == ["/joint_commands readers matched (0 of 1)"]
         echo.create_subscription(JointState, "joint_commands", lambda _: None, 10)
-        assert spin_wait(executor, lambda: not readers_missing(node, publisher, 1), 20.0)  # counted only: the echo
-        assert readers_missing(node, publisher, 1, named) == ["a /joint_commands reader of /recorder"]
+        assert spin_wait(executor, lambda: not readers_missing(node, publisher, (), 1), 20.0)  # any one: the echo
+        assert readers_missing(node, publisher, named) == ["a /joint_commands reader of /recorder"]  # not a name
         recorder = Node("recorder", context=context)
         executor.add_node(recorder)
         recorder.create_subscription(JointState, "joint_commands", lambda _: None, 10)
-        assert spin_wait(executor, lambda: not readers_missing(node, publisher, 1, named), 20.0)
+        assert spin_wait(executor, lambda: not readers_missing(node, publisher, named), 20.0)
         assert publisher.get_subscription_count() == 2
     finally:
         executor.shutdown()

@@ -174,7 +174,7 @@ def assert_all_ended_cleanly(launch: Launch, code: int, expected: set[str]) -> N
 
 
 def test_realtime_reach_ends_at_its_target_and_the_graph_ends_with_the_duration(probe_arm1):
-    launch = Launch("namespace:=arm1", "duration:=4.0", "extra_readers:=1")
+    launch = Launch("namespace:=arm1", "duration:=4.0", "extra_readers:=probe")
     code = run_to_end(probe_arm1, launch, START_DEADLINE + 30.0)
     assert_all_ended_cleanly(launch, code, {"arm1/simulator", "arm1/controller"})
     assert "[launch] arm1/simulator finished; stopping the graph" in launch.lines
@@ -187,7 +187,7 @@ def test_realtime_reach_ends_at_its_target_and_the_graph_ends_with_the_duration(
 
 
 def test_lockstep_answers_every_state_and_ends_at_the_target(probe_arm1):
-    launch = Launch("namespace:=arm1", "mode:=lockstep", "duration:=2.5", "extra_readers:=1")
+    launch = Launch("namespace:=arm1", "mode:=lockstep", "duration:=2.5", "extra_readers:=probe")
     code = run_to_end(probe_arm1, launch, START_DEADLINE + 60.0)
     assert_all_ended_cleanly(launch, code, {"arm1/simulator", "arm1/controller"})
     steps = round(2.5 / 0.002)

@@ -492,6 +492,6 @@ def test_the_graph_sets_what_each_way_of_running_needs(tmp_path):
     assert lockstep["state_timeout"] == 0.0 and lockstep["zero_on_stop"] is False
     assert "soft_start" not in controller({}) and "state_timeout" not in controller({})
     shadow = controller({"replay": str(write_bag(tmp_path / "run", arm_run(3, namespace="/arm1")))})
-    assert shadow["plan_from"] == "state" and shadow["state_timeout"] == 0.0 and shadow["wait_for_reader"] is False
+    assert shadow["plan_from"] == "state" and shadow["state_timeout"] == 0.0 and "command_readers" not in shadow
     assert shadow["zero_on_stop"] is False
     assert not any("live_arm" in parameters for parameters in (lockstep, shadow, controller({})))

@@ -12,6 +12,7 @@ from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from stand_ins import StandIn
+from std_msgs.msg import Float64MultiArray
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.interface import COMMAND_TOPICS
@@ -84,7 +85,8 @@ def test_on_a_live_arm_control_waits_for_a_reader_and_the_time_line_starts_after
     feed(plain, 1)
     assert plain.loop.last_stamp == 1 and len(answered.messages) == 1
     assert plain.state_input.subscription.qos_profile.depth == 10
-    held = make_node(StandIn(readers=0), min_subscribers=1)  # beside a simulator: the held-back start
+    beside = StandIn("/effort_controller/commands", readers=0, msg_type=Float64MultiArray)
+    held = make_node(beside, command_readers=["simulator"])  # beside a simulator: the held-back start
     feed(held, 1)
     assert held.loop.last_stamp == 1
 

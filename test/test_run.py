@@ -1,10 +1,10 @@
-"""The simulator's run life, with the time handed in: start, settle, lockstep wait, watchdog, pause, reset, end."""
+"""The simulator's run life, with the time handed in: start, readers by name, lockstep wait, watchdog, pause, end."""
 
 from __future__ import annotations
 
 import pytest
 
-from skelarm_ros.interface import ERROR, INFO, WARNING, Say
+from skelarm_ros.interface import ERROR, INFO, WARNING, Say, missing_readers
 from skelarm_ros.sim.run import SimulatorRun, SimulatorSummary, TimeLineFigures, start_missing
 
 
@@ -37,18 +37,14 @@ def test_without_a_start_condition_the_run_starts_at_once_and_says_so() -> None:
     assert run.poll_start(6.0, []) == []  # once
 
 
-def test_the_start_waits_says_what_for_and_settles() -> None:
-    run = SimulatorRun("lockstep", 0.002, settle=0.5, wait_report=5.0)
+def test_the_start_waits_says_what_for_and_starts_once_nothing_is_missing() -> None:
+    run = SimulatorRun("lockstep", 0.002, wait_report=5.0)
     assert texts(run.poll_start(0.0, ["a publisher on /joint_commands"])) == [
         "lockstep: step 0 waits for a publisher on /joint_commands"
     ]
     assert run.poll_start(1.0, ["a publisher on /joint_commands"]) == []  # not every poll
     assert len(run.poll_start(5.0, ["x"])) == 1  # again after wait_report
-    assert run.poll_start(6.0, []) == [] and not run.started  # ready, settling
-    assert run.poll_start(6.3, ["x"]) == [] and not run.started  # the graph changed: settle again
-    assert run.poll_start(6.4, []) == [] and not run.started
-    assert run.poll_start(6.8, []) == [] and not run.started
-    said = run.poll_start(6.9, [])
+    said = run.poll_start(6.0, [])  # every reader is named: nothing left to settle for
     assert run.started and said[0].text.startswith("lockstep: starting")
 
 
@@ -268,44 +264,40 @@ def test_halting_is_said_once_until_a_reset() -> None:
     assert run.halted("again") == [Say(ERROR, "again")]
 
 
+def test_step_0_waits_for_a_command_publisher_when_it_waits_for_a_controller() -> None:
+    assert start_missing(0) == ["a publisher on joint_commands"]
+    assert start_missing(1) == []
+    assert start_missing(0, need_controller=False) == []  # realtime, readers only
+    assert start_missing(1, wrench_publishers=0) == ["a publisher on tip_wrench"]
+    assert start_missing(1, wrench_publishers=1) == []
+
+
 @pytest.mark.parametrize(
-    ("arguments", "missing"),
+    ("wanted", "readers", "matched", "missing"),
     [
-        ((1, {"/controller"}, ["/controller"], 1), []),
-        ((1, {"/controller"}, ["/controller", "/probe"], 2), []),
-        ((0, set(), [], 0), ["a publisher on joint_commands", "joint_states readers matched (0 of 1)"]),
-        # The controller's commands are matched but its joint_states reader is not in the graph yet.
-        ((1, {"/controller"}, ["/probe"], 1), ["a joint_states reader of /controller in the graph"]),
-        ((1, {"/controller"}, ["/controller", "/probe"], 1), ["joint_states readers matched (1 of 2)"]),
+        (["/controller"], ["/controller"], 1, []),
+        (["/controller"], ["/controller", "/probe"], 2, []),
+        # The controller's reader is not in the graph yet: a matched reader from outside does not stand in for it.
+        (["/controller"], ["/plotter"], 1, ["a joint_states reader of /controller"]),
+        # Known but not matched yet (every reader that can match must be matched).
+        (["/controller"], ["/controller", "/plotter"], 1, ["joint_states readers matched (1 of 2)"]),
+        (["/controller", "/recorder"], ["/controller"], 1, ["a joint_states reader of /recorder"]),
+        ([], ["/plotter"], 0, []),  # nobody named: nothing to wait for
     ],
 )
-def test_lockstep_starts_when_the_controller_and_every_reader_are_matched(arguments, missing) -> None:
-    assert start_missing(*arguments) == missing
+def test_a_publisher_waits_for_its_readers_by_name(wanted, readers, matched, missing) -> None:
+    assert missing_readers("joint_states", wanted, readers, matched) == missing
 
 
-def test_lockstep_with_wait_for_wrench_needs_a_wrench_publisher() -> None:
-    assert start_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=0) == ["a publisher on tip_wrench"]
-    assert start_missing(1, {"/c"}, ["/c"], 1, wrench_publishers=1) == []
+def test_an_outside_reader_started_first_no_longer_meets_the_wait_a_count_would_have_met() -> None:
+    # A plotter started before the graph's recorder: one reader matched, as the old count of one wanted.
+    assert missing_readers("tip", ["/recorder"], ["/plotter"], 1) == ["a tip reader of /recorder"]
+    assert missing_readers("tip", ["/recorder"], ["/plotter", "/recorder"], 2) == []
 
 
-def test_the_start_also_waits_for_readers_the_graph_does_not_know_yet() -> None:
-    # The controller is there and matched, but the recorder the launch started is not discovered yet.
-    assert start_missing(1, ["/controller"], ["/controller"], 1, min_readers=2) == [
-        "joint_states readers matched (1 of 2)"
+def test_where_no_name_can_be_known_at_least_one_reader() -> None:
+    # A live arm's driver: its effort controller's name is unknown.
+    assert missing_readers("effort_controller/commands", [], [], 0, at_least=1) == [
+        "effort_controller/commands readers matched (0 of 1)"
     ]
-    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2) == []
-
-
-def test_the_start_waits_for_a_recorders_tip_reader_when_told_to() -> None:
-    # Its joint_states reader is matched a moment before its tip reader: step 0's tip would go to no one.
-    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2, tip_readers=(0, 1)) == [
-        "tip readers matched (0 of 1)"
-    ]
-    assert start_missing(1, ["/controller"], ["/controller", "/recorder"], 2, min_readers=2, tip_readers=(1, 1)) == []
-
-
-def test_realtime_waiting_for_readers_only_needs_no_controller() -> None:
-    assert start_missing(0, set(), ["/recorder"], 1, min_readers=1, need_controller=False) == []
-    assert start_missing(0, set(), [], 0, min_readers=1, need_controller=False) == [
-        "joint_states readers matched (0 of 1)"
-    ]
+    assert missing_readers("effort_controller/commands", [], [], 1, at_least=1) == []

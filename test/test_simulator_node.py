@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from stand_ins import StandIn
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
-from waiting import spin_wait
+from waiting import spin_wait, wait_until
 
 from skelarm_ros.interface import seconds_to_stamp
 from skelarm_ros.nodes import simulator
@@ -35,7 +35,7 @@ class Recorded:
     """Stand-ins for the node's state, tip and clock publishers: what it publishes is kept, not sent."""
 
     def __init__(self, *, states: bool = True) -> None:
-        self.state = StandIn("/joint_states", readers=0, keep=_copy)
+        self.state = StandIn("/joint_states", readers=0, keep=_copy, msg_type=JointState)
         self.tip = StandIn("/tip", keep=lambda msg: (msg.header.stamp.sec, msg.point.x, msg.point.y))  # read: sent
         self.clock = StandIn("/clock", keep=lambda msg: (msg.clock.sec, msg.clock.nanosec))
         self.stand_ins = {"tip": self.tip, "/clock": self.clock}
@@ -514,10 +514,9 @@ def test_markers_can_be_turned_off(context: rclpy.Context) -> None:
 
 
 def watched_before_start(context: rclpy.Context, **parameters: Any) -> tuple[SimulatorNode, Recorded]:
-    """A realtime simulator with a start condition (no settling time), watched twice while it is not met."""
+    """A realtime simulator with a start condition, watched twice while it is not met."""
     node, out = recorded(context, **parameters)
     try:
-        node.run.settle = 0.0
         node.watch()
         node.watch()
     except BaseException:
@@ -526,16 +525,24 @@ def watched_before_start(context: rclpy.Context, **parameters: Any) -> tuple[Sim
     return node, out
 
 
-def test_realtime_waits_for_min_subscribers_before_step_zero(context: rclpy.Context) -> None:
-    node, recorded = watched_before_start(context, min_subscribers=1)
+def test_realtime_waits_for_its_named_readers_before_step_zero(context: rclpy.Context) -> None:
+    node, recorded = watched_before_start(context, state_readers=["probe"])
+    probe = None
     try:
-        assert recorded.states == []  # nobody reads joint_states yet
-        recorded.state.readers = 1
+        recorded.state.readers = 1  # a reader from outside the graph is matched: a count of one would be met
+        node.watch()
+        assert recorded.states == [] and node.start_missing() == ["a /joint_states reader of /probe"]
+        probe = rclpy.create_node("probe", context=context)
+        probe.create_subscription(JointState, "joint_states", lambda _: None, 10)
+        assert wait_until(lambda: not node.start_missing(), 20.0), node.start_missing()
+        recorded.state.readers = 2  # the outside reader and the probe, both matched
         node.watch()  # ready: step 0 goes out
         node.tick()
         assert [state.header.stamp.nanosec for state in recorded.states] == [0, 2_000_000]
     finally:
         node.destroy_node()
+        if probe is not None:
+            probe.destroy_node()
 
 
 def test_realtime_can_wait_for_a_controller_before_step_zero(context: rclpy.Context) -> None:
@@ -565,7 +572,7 @@ def test_step_0_waits_for_the_recorder_by_name_whatever_other_readers_came_first
     """A reader from outside the graph (an echo, a plotter) matched first does not stand in for the recorder."""
     from geometry_msgs.msg import PointStamped
 
-    node = make(context, min_subscribers=1, recorder_node="recorder", start_settle=0.0)
+    node = make(context, state_readers=["recorder"], tip_readers=["recorder"])
     echo = rclpy.create_node("echo", context=context)
     executor = SingleThreadedExecutor(context=context)
     for each in (node, echo):
@@ -577,7 +584,7 @@ def test_step_0_waits_for_the_recorder_by_name_whatever_other_readers_came_first
         node.watch()
         missing = node.start_missing()
         assert "a /joint_states reader of /recorder" in missing and "a /tip reader of /recorder" in missing
-        assert not node.run.started  # the count (1) is met by the echo alone: not enough
+        assert not node.run.started  # a count of one would be met by the echo alone: not a name
         recorder = rclpy.create_node("recorder", context=context)
         executor.add_node(recorder)
         recorder.create_subscription(JointState, "joint_states", lambda _: None, 10)

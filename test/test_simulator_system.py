@@ -185,13 +185,13 @@ def test_realtime_run_after_pause_equals_the_engine_offline(probe: Probe, tmp_pa
     assert done >= 200
 
 
-def run_lockstep(probe: Probe, tmp_path: Path, duration: float, readers: int = 1, *extra: str):
+def run_lockstep(probe: Probe, tmp_path: Path, duration: float, readers: tuple[str, ...] = (), *extra: str):
     controller = start_stand_in(tmp_path / "controller.log", "controller")
     processes = [controller]
     try:
         # The stand-in readers (and this probe) are in the graph before the simulator starts.
         probe.spin_until(
-            lambda: probe.node.count_subscribers("joint_states") >= readers + 1,
+            lambda: probe.node.count_subscribers("joint_states") >= len(readers) + 2,
             20.0,
             "the stand-in readers of joint_states",
         )
@@ -200,7 +200,8 @@ def run_lockstep(probe: Probe, tmp_path: Path, duration: float, readers: int = 1
             "mode:=lockstep",
             "command_interface:=joint_commands",
             f"duration:={duration}",
-            f"min_subscribers:={readers + 1}",  # the stand-in readers and this probe: none may miss step 0
+            # the stand-ins and this probe, by name: none may miss step 0
+            f"state_readers:=[{', '.join(('stand_in_controller', *readers, 'probe'))}]",
             *extra,
         )
         processes.append(sim)
@@ -232,7 +233,7 @@ def test_lockstep_slow_reliable_reader_gets_every_step(probe: Probe, tmp_path: P
     steps = 300
     slow = start_stand_in(tmp_path / "slow.log", "slow_listener", str(out), str(steps + 1))
     try:
-        run_lockstep(probe, tmp_path, steps * 0.002, 2)
+        run_lockstep(probe, tmp_path, steps * 0.002, ("slow_listener",))
         assert wait_exit(slow, 60.0) == 0, (tmp_path / "slow.log").read_text()
     finally:
         end(slow)

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 TOLERANCE = 1e-9
 PROBE = Path(__file__).with_name("joint_state_probe.py")
+READERS = ["controller", "joint_state_probe"]  # the simulator's joint_states readers, by name
 ISOLATION_WAIT = 10.0  # s the far host listens for a simulator it must not hear
 
 
@@ -70,7 +71,7 @@ def test_lockstep_across_two_hosts_equals_the_offline_run(discovery, hosts, shar
         )
         processes.append(probe)
         simulator_command = procs.node_command(
-            "simulator", {**common, "mode": "lockstep", "duration": duration, "min_subscribers": 2}
+            "simulator", {**common, "mode": "lockstep", "duration": duration, "state_readers": READERS}
         )
         simulator = start_on(hosts, hosts.a, simulator_command, tmp_path / "simulator.log", here)
         processes.append(simulator)
@@ -108,7 +109,7 @@ def test_realtime_reach_across_two_hosts(hosts, shared_scenarios, tmp_path):
         **common,
         "mode": "realtime",
         "duration": duration,
-        "min_subscribers": 2,
+        "state_readers": READERS,
         "wait_for_controller": True,
     }
     processes = []

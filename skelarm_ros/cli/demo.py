@@ -306,7 +306,7 @@ def run_graph(specs: Sequence[NodeSpec], out: IO[str], timeout: float = DEFAULT_
     """Run the graph with the launcher's runner until the simulator ends its duration.
 
     The graph itself makes the run wait until its readers listen: the simulator's
-    step 0 waits for the controller and the recorder (``min_subscribers``), and the
+    step 0 waits for the controller and the recorder by name (``state_readers``), and the
     force replay holds its wrenches until the simulator and the recorder match, so
     the bag keeps every step.
 

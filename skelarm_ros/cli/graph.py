@@ -36,6 +36,7 @@ from skelarm_ros.interface import (
     TARGET,
     check_choice,
     check_count,
+    check_node_names,
     check_non_negative,
     check_positive,
     default_joint_names,
@@ -212,9 +213,9 @@ ARGUMENTS: dict[str, LaunchArgument] = {
         ),
         LaunchArgument(
             "extra_readers",
-            "0",
-            "joint_states readers outside the graph (a plotting tool, a test probe) the simulator waits for "
-            "before step 0, so that they see the whole run",
+            "",
+            "comma-separated names of nodes outside the graph that read joint_states (a plotting tool, a test "
+            "probe: /plotter), waited for by name before step 0, so that they see the whole run",
         ),
         LaunchArgument(
             "thread_priority",
@@ -377,6 +378,12 @@ class _Graph:
     use_sim_time: bool
     shadow: ShadowPlan | None = None  # what a shadow run replays (replay:=), or None
     replay: str = ""  # the bag a shadow run replays
+    extra_readers: tuple[str, ...] = ()  # joint_states readers outside the graph, by name
+
+    @property
+    def recorders(self) -> list[str]:
+        """The recorder's name when the graph records (it reads every arm topic), else nothing."""
+        return [RECORDER_NODE] if self.record else []
 
     @property
     def live_arm(self) -> bool:
@@ -454,7 +461,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
     if command_joints and sorted(command_joints) != sorted(joint_names or default_joint_names(arm.num_joints)):
         msg = f"command_joints {command_joints} must list the same joints as joint_names, in the driver's order"
         raise GraphError(msg)
-    _checked(check_count, "extra_readers", values["extra_readers"])
+    extra_readers = _checked(check_node_names, "extra_readers", split_names(values["extra_readers"]))
     return _Graph(
         values=values,
         arm=arm,
@@ -474,6 +481,7 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         use_sim_time=_flag(values, "use_sim_time"),
         shadow=shadow,
         replay=replay,
+        extra_readers=extra_readers,
     )
 
 
@@ -529,9 +537,10 @@ def describe(arguments: Mapping[str, str] | None = None) -> list[NodeSpec]:
     return specs
 
 
-def _simulator(graph: _Graph) -> NodeSpec:
-    # Step 0 waits for the graph's own joint_states readers, so none misses the start.
-    readers = int(graph.controller) + int(bool(graph.record)) + int(graph.values["extra_readers"])
+def _simulator(graph: _Graph, *, controller: bool = True) -> NodeSpec:
+    """Return the simulator; ``controller``: its controller reads ``joint_states`` over DDS (not composed)."""
+    # Step 0 waits for the graph's joint_states and tip readers by name, so none misses the start.
+    states = [*(["controller"] if graph.controller and controller else []), *graph.recorders, *graph.extra_readers]
     parameters: dict[str, ParameterValue] = {
         SIMULATOR.scenario: graph.scenario,
         SIMULATOR.mode: graph.values["mode"],
@@ -539,18 +548,14 @@ def _simulator(graph: _Graph) -> NodeSpec:
         SIMULATOR.command_interface: graph.command_interface,
         SIMULATOR.publish_clock: _flag(graph.values, "publish_clock"),
         SIMULATOR.wait_for_wrench: graph.lockstep and bool(graph.force_source),
-        SIMULATOR.min_subscribers: readers,
-        SIMULATOR.wait_for_controller: graph.controller,
+        SIMULATOR.wait_for_controller: graph.controller and controller,
         SIMULATOR.thread_priority: graph.priority,
         SIMULATOR.driver: graph.hardware == "twin",  # it stands in for the arm's driver
     }
-    # The recorder's tip reader too; with every reader counted, step 0 needs no time for uncounted ones to come.
-    parameters[SIMULATOR.min_tip_subscribers] = int(bool(graph.record))
-    if graph.record:  # and the recorder by name: a reader from outside the graph does not stand in for it
-        parameters[SIMULATOR.recorder_node] = RECORDER_NODE
-    uncounted = int(graph.values["extra_readers"]) or graph.force_source or graph.use_sim_time
-    if not uncounted and not _flag(graph.values, "rviz"):
-        parameters[SIMULATOR.start_settle] = 0.0
+    if states:
+        parameters[SIMULATOR.state_readers] = states
+    if graph.record:
+        parameters[SIMULATOR.tip_readers] = graph.recorders
     return graph.node("simulator", {**parameters, **graph.naming}, ends_graph=graph.duration > 0.0)
 
 
@@ -561,28 +566,26 @@ def _controller(graph: _Graph) -> NodeSpec:
         CONTROLLER.reliable_states: graph.lockstep,  # lockstep answers every state; realtime takes any driver's
         CONTROLLER.thread_priority: graph.priority,
     }
-    recorded = int(bool(graph.record))
     if graph.simulate:
-        # Its first command waits for the simulator's and the recorder's readers, its channels for the
-        # recorder's, so a recording keeps the whole run. (A real arm's driver is not kept waiting.)
-        parameters[CONTROLLER.min_subscribers] = 1 + recorded
-        parameters[CONTROLLER.min_channel_subscribers] = recorded
+        # Its first command waits for the simulator and the recorder by name, its channels for the recorder,
+        # so a recording keeps the whole run. (A real arm's driver is not kept waiting for a recorder.)
+        parameters[CONTROLLER.command_readers] = ["simulator", *graph.recorders]
         if graph.lockstep:  # the simulator waits for each command: states pause with it, nothing holds torque
             parameters[CONTROLLER.state_timeout] = 0.0
             parameters[CONTROLLER.zero_on_stop] = False  # a recording ends with the run's own last command
     elif graph.shadow:  # every recorded state is answered (none dropped), and the recorder keeps every answer
         parameters[CONTROLLER.reliable_states] = True
         parameters[CONTROLLER.qos_depth] = REPLAY_DEPTH
-        parameters[CONTROLLER.min_subscribers] = parameters[CONTROLLER.min_channel_subscribers] = recorded
+        if graph.record:
+            parameters[CONTROLLER.command_readers] = graph.recorders
         # It starts from the bag's first state, as the recorded controller started where the arm was.
         parameters[CONTROLLER.plan_from] = PLAN_FROM_STATE
         parameters[CONTROLLER.state_timeout] = 0.0  # a bag's gap drives nothing
-        parameters[CONTROLLER.wait_for_reader] = False  # its commands need no reader
         parameters[CONTROLLER.zero_on_stop] = False
     if graph.live_arm:  # on a real arm's driver, or on the simulator standing in for it: the same settings
         parameters.update(_live_arm_settings(graph))
-    if recorded and (graph.simulate or graph.shadow):  # the recorder by name as well as counted
-        parameters[CONTROLLER.recorder_node] = RECORDER_NODE
+    if graph.record and (graph.simulate or graph.shadow):
+        parameters[CONTROLLER.channel_readers] = graph.recorders
     if graph.command_joints:
         parameters[CONTROLLER.command_joints] = graph.command_joints
     return graph.node("controller", {**parameters, **graph.naming})
@@ -607,20 +610,17 @@ def _live_arm_settings(graph: _Graph) -> dict[str, ParameterValue]:
 def _composed(graph: _Graph) -> NodeSpec:
     """Return the simulator and the controller as one process (skelarm_ros.nodes.composed), named as they are.
 
-    Both nodes get one parameter set: the simulator's, whose ``min_subscribers`` now counts only
-    the readers outside the process, and the controller's own (its commands and channels wait
-    for the recorder through ``min_channel_subscribers``).
+    Both nodes get one parameter set, each its own names: the simulator's readers are those
+    outside the process (the controller is handed each state), the controller's the recorder
+    (its commands go to the simulator by a call).
     """
-    simulator, controller = _simulator(graph), _controller(graph)
-    readers = int(bool(graph.record)) + int(graph.values["extra_readers"])
+    simulator, controller = _simulator(graph, controller=False), _controller(graph)
     own = {name: value for name, value in controller.parameters.items() if name not in simulator.parameters}
-    parameters = {
-        **own,
-        **simulator.parameters,
-        SIMULATOR.min_subscribers: readers,
-        SIMULATOR.wait_for_controller: False,
-    }
-    return replace(simulator, executable="composed", name="", parameters=parameters)
+    if graph.record:
+        own[CONTROLLER.command_readers] = graph.recorders
+    else:
+        own.pop(CONTROLLER.command_readers, None)
+    return replace(simulator, executable="composed", name="", parameters={**own, **simulator.parameters})
 
 
 def _force_replay(graph: _Graph) -> NodeSpec:
@@ -630,11 +630,10 @@ def _force_replay(graph: _Graph) -> NodeSpec:
         FORCE_REPLAY.mode: STEPPED if graph.lockstep else HOLD,
         # One wrench per /clock time from the simulator; on a real arm, the replay's own timer.
         FORCE_REPLAY.timing: CLOCK_TIMING if graph.simulate else TIMER_TIMING,
-        # Its first wrench waits for the simulator's and the recorder's readers.
-        FORCE_REPLAY.min_subscribers: int(graph.simulate) + int(bool(graph.record)),
     }
-    if graph.record:  # the recorder by name as well as counted
-        parameters[FORCE_REPLAY.recorder_node] = RECORDER_NODE
+    readers = [*(["simulator"] if graph.simulate else []), *graph.recorders]
+    if readers:  # its first wrench waits for the simulator and the recorder by name
+        parameters[FORCE_REPLAY.wrench_readers] = readers
     if graph.values["force_topic"]:
         parameters[FORCE_REPLAY.topic] = graph.values["force_topic"]
     return graph.node("force_replay", parameters)
@@ -696,7 +695,7 @@ def _player(graph: _Graph) -> NodeSpec:
     topics = graph.shadow.topics
     recorder = int(bool(graph.record))
     wanted = {
-        JOINT_STATES: int(graph.controller) + recorder + int(graph.values["extra_readers"]),
+        JOINT_STATES: int(graph.controller) + recorder + len(graph.extra_readers),
         TARGET: int(graph.controller) + recorder,
     }
     readers = {relative: wanted[relative] for _, relative in topics if relative in wanted}

@@ -20,9 +20,11 @@ goes to the simulator as its ``joint_commands`` message would:
   tick's wall-clock lateness against its deadline is kept
   (:class:`~skelarm_ros.sim.lateness.StepLateness`) and said at the end.
 
-Only the two links between them change: the controller subscribes no ``joint_states``
-and the simulator no commands; everything else (parameters, topics, services, the
-run's start and end) is the two nodes' own. A controller that fails on a state (raises,
+Only the two links between them change, and they are wiring: each node is built with a
+:class:`~skelarm_ros.nodes.endpoints.Direct` input in place of its subscription (the
+controller's ``joint_states``, the simulator's commands), and both share the process's
+parameters (``shared=``); everything else (parameters, topics, services, the run's start
+and end, the readers waited for by name) is the two nodes' own. A controller that fails on a state (raises,
 or gives a torque it cannot send) ends the run with exit code 1: the simulator has no
 other source of commands. See docs/simulator.md, "The composed graph".
 """
@@ -37,7 +39,7 @@ from rclpy.clock import Clock, ClockType
 
 from skelarm_ros.interface import ERROR, Say, stamp_text
 from skelarm_ros.nodes.controller import ControllerNode
-from skelarm_ros.nodes.parameters import leave_to_others
+from skelarm_ros.nodes.endpoints import Direct
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.nodes.running import run_node, say
@@ -46,7 +48,7 @@ from skelarm_ros.sim.conversions import Rejected
 from skelarm_ros.sim.lateness import StepLateness
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from rclpy.node import Node
     from rclpy.publisher import Publisher
@@ -56,35 +58,6 @@ if TYPE_CHECKING:
 NODE_NAME = "composed"
 DOC = "docs/simulator.md"
 DRIVE_SLICE = 0.002  # s of lockstep steps per callback, between which services, wrenches and signals are served
-
-
-class ComposedController(ControllerNode):
-    """The controller node of the composed process: it reads no ``joint_states``; the simulator hands it each state.
-
-    Its commands and channels wait for ``min_channel_subscribers`` readers (the graph's
-    recorder); ``min_subscribers`` is the simulator's (its ``joint_states`` readers).
-    """
-
-    def setup(self) -> None:
-        """Set up as the controller node does, then drop its ``joint_states`` subscription."""
-        leave_to_others(self, ControllerParams, [SimulatorParams])
-        super().setup()
-        self.destroy_subscription(self.state_input.subscription)
-
-    def _readers_matched(self, readers: int, channel_readers: int) -> Callable[[], bool]:
-        return super()._readers_matched(channel_readers, channel_readers)
-
-    def status(self) -> None:
-        """Say how the task goes every few seconds (the simulator says what the start waits for)."""
-        if self.progress.commands:
-            say(self, self.progress.report(time.monotonic()))
-
-
-class _InProcessCommands:
-    """Where the simulator's command subscription was: its topic's name, for what the simulator says."""
-
-    def __init__(self, topic_name: str) -> None:
-        self.topic_name = topic_name
 
 
 class ComposedSimulator(SimulatorNode):
@@ -98,8 +71,8 @@ class ComposedSimulator(SimulatorNode):
 
     Attributes
     ----------
-    controller : ComposedController
-        The controller node.
+    controller : ControllerNode
+        The controller node (its states handed in by :meth:`publish_state`).
     lateness : StepLateness
         Realtime: each step's wall-clock lateness against its deadline.
     """
@@ -108,22 +81,16 @@ class ComposedSimulator(SimulatorNode):
     doc = DOC
 
     def __init__(self, **kwargs: Any) -> None:
-        """Build the simulator node, then its controller node on the same context."""
+        """Build the simulator node, its commands handed in, then its controller node on the same context."""
         self._controller_kwargs = {
             key: kwargs[key] for key in ("context", "namespace", "parameter_overrides") if key in kwargs
         }
-        super().__init__(**kwargs)
+        super().__init__(commands=Direct(), shared=(ControllerParams,), **kwargs)
 
     def setup(self) -> None:
-        """Set up the simulator, build the controller node, and replace the command subscription by the call."""
-        leave_to_others(self, SimulatorParams, [ControllerParams])
+        """Set up the simulator, then build the controller node, its states handed in."""
         super().setup()
-        self.controller = ComposedController(**self._controller_kwargs)
-        subscription = self.command_sub
-        self.command_sub = _InProcessCommands(subscription.topic_name)  # type: ignore[assignment]
-        self.destroy_subscription(subscription)
-        self._need_controller = False  # it is here: step 0 waits only for the readers
-        self.run.start_condition = self.min_subscribers > 0 or self.wait_for_wrench or bool(self.recorder_node)
+        self.controller = ControllerNode(states=Direct(), shared=(SimulatorParams,), **self._controller_kwargs)
         self.lateness = StepLateness(self.run.tick_period or self.sim.dt)
         self._state_out: float | None = None  # when the newest step's state went out (steady seconds)
         steady = Clock(clock_type=ClockType.STEADY_TIME)
@@ -152,7 +119,7 @@ class ComposedSimulator(SimulatorNode):
             return
         stamp_ns = self.sim.stamp_ns()
         if not self.lockstep:
-            self._hold(tau, stamp_ns)
+            self.hold(tau, stamp_ns)
             return
         self.pairing.offer_command(stamp_ns, tau)
         if self.pairing.ready() and self._drive_timer.is_canceled():
@@ -202,10 +169,6 @@ class ComposedSimulator(SimulatorNode):
         """Serve ``simulator/reset`` as the simulator does; a new time line's lateness starts afresh."""
         self.lateness.restart()
         return super().on_reset(request, response)
-
-    def command_side(self) -> tuple[int, set[str]]:
-        """Return no command publishers to wait for: the controller is in this process."""
-        return 0, set()
 
     # -- the end ---------------------------------------------------------------------------------------
 

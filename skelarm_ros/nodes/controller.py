@@ -37,8 +37,8 @@ from skelarm_ros.interface import (
     check_effort_limits,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack, IncompatiblePeers, JointStateInput, newest
-from skelarm_ros.nodes.graph_queries import node_full_name, readers_missing, wait_for_acknowledgements
+from skelarm_ros.nodes.endpoints import KEEP_ALL, Direct, HeldBack, IncompatiblePeers, JointStateInput, newest
+from skelarm_ros.nodes.graph_queries import reader_names, readers_missing, wait_for_acknowledgements
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.nodes.running import KitNode, run_node, say
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rclpy.publisher import Publisher
+    from rclpy.subscription import Subscription
 
 NODE_NAME = "controller"
 DOC = "docs/controller.md"
@@ -64,6 +65,10 @@ class ControllerNode(KitNode):
     ----------
     node_name : str, optional
         The node's name.
+    states : Direct | None, optional
+        Where its joint states come from: ``None`` subscribes to ``joint_states``; a
+        :class:`~skelarm_ros.nodes.endpoints.Direct` takes them from another node of the
+        process, which calls :meth:`answer` with each (the composed graph's simulator).
     **kwargs : Any
         Forwarded to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
         :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
@@ -85,13 +90,14 @@ class ControllerNode(KitNode):
     description = "Run a skelarm scenario's controller on joint_states."
     doc = DOC
 
-    def __init__(self, node_name: str = NODE_NAME, **kwargs: Any) -> None:
+    def __init__(self, node_name: str = NODE_NAME, *, states: Direct | None = None, **kwargs: Any) -> None:
         """Declare the parameters, build the control loop and wire the topics; never blocks."""
+        self._direct = states
         super().__init__(node_name, **kwargs)
 
     def setup(self) -> None:
         """Declare the parameters, build the control loop and wire the topics."""
-        params = self.params = declare_parameters(self, ControllerParams, DOC)
+        params = self.params = declare_parameters(self, ControllerParams, DOC, self.shared)
         self.loop, problems = build_control_loop(
             params.scenario,
             joint_names=params.joint_names,
@@ -133,17 +139,14 @@ class ControllerNode(KitNode):
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
-        wanted, channel_readers = params.min_subscribers, params.min_channel_subscribers
-        self.recorder_node = node_full_name(self, params.recorder_node)
-        # Until the readers the graph starts are matched, what would go out waits, in order.
-        self.out = HeldBack(
-            self,
-            self._readers_matched(wanted, channel_readers) if wanted or channel_readers or self.recorder_node else None,
-            self._released,
-        )
+        self.command_readers = reader_names(self, params.command_readers)
+        self.channel_readers = reader_names(self, params.channel_readers)
+        # Until the readers the graph names are matched, what would go out waits, in order.
+        named = self.command_readers or self.channel_readers
+        self.out = HeldBack(self, (lambda: not self.readers_missing()) if named else None, self._released)
         # A driver's states may flow before its effort controller reads commands (ros2_control spawns it after
-        # the state broadcaster): control waits for a reader, or its time line would run ahead of the arm.
-        self._awaits_reader = params.live_arm or (params.wait_for_reader and wanted == 0)
+        # the state broadcaster): on a live arm control waits for the readers, or its time line would run ahead.
+        self._awaits_reader = params.live_arm
         joints = self.loop.num_joints
         LiveParameters(
             self,
@@ -154,10 +157,17 @@ class ControllerNode(KitNode):
         drivers = IncompatiblePeers(
             self, f"publish {JOINT_STATES} reliably, or set reliable_states:=false to take best-effort states"
         )
-        self.state_input = JointStateInput(
-            self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
-        )
-        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name, WATCH_PERIOD)
+        self.state_input: JointStateInput | None = None
+        self.states: Subscription | Direct
+        if self._direct is None:
+            self.state_input = JointStateInput(
+                self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
+            )
+            self.states = self.state_input.subscription
+        else:  # another node of the process calls answer() with each state
+            self.states = self._direct
+            self._direct.topic_name = self._direct.topic_name or JOINT_STATES
+        self.watch = StateWatch(params.state_timeout, self.states.topic_name, WATCH_PERIOD)
         self.latency = LoopLatency(warn=params.live_arm)
         self._sent = 0.0  # when the last command went out (monotonic s)
         self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
@@ -188,15 +198,12 @@ class ControllerNode(KitNode):
         self.loop.soft_start = params.soft_start
         self.watch.timeout = params.state_timeout
 
-    def _readers_matched(self, readers: int, channel_readers: int) -> Any:
-        def matched() -> bool:  # counted, and the recorder by name (recorder_node)
-            if readers_missing(self, self.command_pub, readers, self.recorder_node):
-                return False
-            return not any(
-                readers_missing(self, pub, channel_readers, self.recorder_node) for pub, _ in self.channel_pubs.values()
-            )
-
-        return matched
+    def readers_missing(self) -> list[str]:
+        """Say what the first command and channel messages still wait for: the readers named, by name."""
+        missing = readers_missing(self, self.command_pub, self.command_readers)
+        for publisher, _ in self.channel_pubs.values():
+            missing += readers_missing(self, publisher, self.channel_readers)
+        return missing
 
     def _released(self, count: int) -> None:
         if count:
@@ -287,9 +294,14 @@ class ControllerNode(KitNode):
         return output
 
     def _reader_matched(self) -> bool:
-        """Whether the command topic has a reader now (said once, as control starts, or while waiting)."""
+        """Whether the command topic has a reader, the driver's (named or not); said as control starts, or while not.
+
+        Only the first is waited for so: a lockstep simulator sends each state once, and the
+        readers named beside it (a recorder) have what is computed held back for them.
+        """
         topic = self._command_topic
-        if self.command_pub.get_subscription_count() == 0:
+        missing = readers_missing(self, self.command_pub, (), 1)
+        if missing:
             self.get_logger().info(
                 f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
                 "control starts when it has one",
@@ -353,7 +365,7 @@ class ControllerNode(KitNode):
         if self.progress.commands:
             say(self, self.progress.report(now))
             return
-        subscription = self.state_input.subscription
+        subscription = self.states
         if subscription.get_publisher_count() == 0 and now - self._waiting_said >= WAIT_REPORT:
             self._waiting_said = now
             self.get_logger().info(

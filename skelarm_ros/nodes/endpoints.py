@@ -8,6 +8,8 @@
 - :func:`message_class`: the Python class of a message type named as the graph names it.
 - :class:`JointStateInput` reads ``sensor_msgs/JointState`` as bytes, directly when of
   a known layout (:mod:`skelarm_ros.bags.cdr`), through rclpy otherwise.
+- :class:`Direct` takes the place of a node's subscription when another node of the
+  process hands it its input by calls (the composed graph).
 - :class:`HeldBack` holds messages back, in order, until the readers a graph starts
   are matched.
 - :class:`IncompatiblePeers` names each peer whose QoS cannot match an endpoint, once,
@@ -139,6 +141,29 @@ class JointStateInput:
         layout.learn(data, msg)
         stamp = msg.header.stamp
         self._on_state(msg.name, msg.position, msg.velocity, msg.effort, stamp.sec, stamp.nanosec)
+
+
+class Direct:
+    """An input that another node of the same process hands in by calling the node, in place of its subscription.
+
+    A node given one subscribes nothing for that input; its one publisher is the caller,
+    there from the start. The composed graph wires its simulator and controller with
+    them (:mod:`skelarm_ros.nodes.composed`).
+
+    Parameters
+    ----------
+    topic_name : str, optional
+        The topic it takes the place of, named in what the node says; empty: the node
+        sets the topic it would have subscribed.
+    """
+
+    def __init__(self, topic_name: str = "") -> None:
+        """Stand for ``topic_name``'s subscription."""
+        self.topic_name = topic_name
+
+    def get_publisher_count(self) -> int:
+        """Return 1: the node of the process that calls."""
+        return 1
 
 
 # -- messages held back until the readers are there -------------------------------------------------------

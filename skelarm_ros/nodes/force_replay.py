@@ -22,7 +22,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from skelarm_ros.bags.forces import STEPPED, ForcePlayer, RecordedForce, load_force
 from skelarm_ros.interface import BASE_FRAME, CLOCK, TIP_WRENCH, stamp_to_seconds
 from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack
-from skelarm_ros.nodes.graph_queries import node_full_name, readers_missing
+from skelarm_ros.nodes.graph_queries import reader_names, readers_missing
 from skelarm_ros.nodes.parameters import declare_parameters
 from skelarm_ros.nodes.params.force_replay import CLOCK_TIMING, TIMER_TIMING, ForceReplayParams
 from skelarm_ros.nodes.running import KitNode, run_node
@@ -87,14 +87,10 @@ class ForceReplayNode(KitNode):
         self.record = load_force(params.source, params.topic, offset) if record is None else record.shifted(offset)
         self.player = ForcePlayer(self.record, self.mode, step if step > 0.0 else None)
         self.published = 0
-        readers = params.min_subscribers
-        recorder = node_full_name(self, params.recorder_node)
-        # Until the readers the graph starts (simulator, recorder) are matched, wrenches wait in order.
+        readers = reader_names(self, params.wrench_readers)
+        # Until the readers the graph names (simulator, recorder) are matched, wrenches wait in order.
         self.out = HeldBack(
-            self,
-            (lambda: not readers_missing(self, self.ensure_publisher(), readers, recorder))
-            if readers or recorder
-            else None,
+            self, (lambda: not readers_missing(self, self.ensure_publisher(), readers)) if readers else None
         )
         self.wrench_pub: Publisher | None = None
         self._timer_start: int | None = None

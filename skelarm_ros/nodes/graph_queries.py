@@ -3,8 +3,9 @@
 
 """What the ROS graph holds, asked of rclpy: who reads and publishes a topic, and whether readers took everything.
 
-- :func:`matching_readers`: the readers of a publisher's topic that can match it
-  (right type, compatible QoS), so a node waits only for readers that will be matched.
+- :func:`readers_missing`: what a publisher's first message waits for: every node the
+  graph says reads its topic (by full name) with a reader that can match it (right type,
+  compatible QoS, :func:`matching_readers`), and matched.
 - :func:`publishing_nodes`: the nodes that publish a topic.
 - :func:`wait_for_acknowledgements`: block, in slices a stop ends, until every
   reliable reader acknowledged what some publishers published.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rclpy.duration import Duration
 from rclpy.qos import QoSCompatibility, qos_check_compatible
 
+from skelarm_ros.interface import missing_readers
 from skelarm_ros.nodes.spinning import stop_requested
 
 if TYPE_CHECKING:
@@ -62,38 +64,18 @@ def node_full_name(node: Node, name: str) -> str:
     return full_name(node.get_namespace(), name)
 
 
-def named_reader_missing(node: Node, publishers: Sequence[Publisher], named: str) -> list[str]:
-    """Say which of ``publishers``' topics the node ``named`` (a full name; empty for none) has no reader of yet.
+def reader_names(node: Node, names: Sequence[str]) -> tuple[str, ...]:
+    """Return the nodes a parameter names (relative to ``node``'s namespace, or full) as full names, each once."""
+    return tuple(dict.fromkeys(node_full_name(node, name) for name in names if name))
 
-    A reader counts when it can match (:func:`matching_readers`); nothing is said when no node is named.
+
+def readers_missing(node: Node, publisher: Publisher, wanted: Sequence[str], at_least: int = 0) -> list[str]:
+    """Say what ``publisher``'s first message still waits for, from the graph (:func:`missing_readers`).
+
+    The graph is asked only when nodes are named: ``at_least`` alone counts matched readers.
     """
-    return [
-        f"a {publisher.topic_name} reader of {named}"
-        for publisher in publishers
-        if named and named not in matching_readers(node, publisher, _type_name(publisher))
-    ]
-
-
-def readers_missing(node: Node, publisher: Publisher, minimum: int, named: str = "") -> list[str]:
-    """Say what ``publisher`` still waits for before its first message goes out; empty when its readers are there.
-
-    ``minimum`` readers matched at least (the graph's, counted). With ``named``, the full
-    name of a node of the graph (its recorder), that node must have a reader of the topic
-    that can match (:func:`named_reader_missing`), and every reader of the topic that can
-    match must be matched: a reader from outside the graph (``ros2 topic echo``, a plotter)
-    started before it is counted but never stands in for it.
-    """
-    missing = named_reader_missing(node, [publisher], named)
-    expected = max(minimum, graph_readers(node, publisher)) if named else minimum
-    matched = publisher.get_subscription_count()
-    if matched < expected:
-        missing.append(f"{publisher.topic_name} readers matched ({matched} of {expected})")
-    return missing
-
-
-def graph_readers(node: Node, publisher: Publisher) -> int:
-    """Return how many readers of ``publisher``'s topic in the graph can match it (:func:`matching_readers`)."""
-    return len(matching_readers(node, publisher, _type_name(publisher)))
+    readers = matching_readers(node, publisher, _type_name(publisher)) if wanted else []
+    return missing_readers(publisher.topic_name, wanted, readers, publisher.get_subscription_count(), at_least)
 
 
 def _type_name(publisher: Publisher) -> str:

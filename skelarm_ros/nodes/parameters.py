@@ -113,20 +113,7 @@ def given_parameters(node: Node) -> dict[str, Parameter]:
     return dict(node._parameter_overrides)  # rclpy offers no public way to list them
 
 
-def leave_to_others(node: Node, own: type, others: Sequence[type]) -> None:
-    """Take out of ``node``'s given parameters those only ``others`` declare (nodes of one process share them).
-
-    Every node of a process gets the parameters of its command line and parameter
-    files; in the composed graph the simulator and the controller share one set, and
-    each leaves the other's own to it. A name neither declares is still refused.
-    """
-    mine = {declaration.name for declaration in declarations(own)}
-    theirs = {declaration.name for other in others for declaration in declarations(other)} - mine
-    for name in theirs:
-        node._parameter_overrides.pop(name, None)  # the attribute given_parameters reads
-
-
-def declare_parameters[P](node: Node, params: type[P], doc: str) -> P:
+def declare_parameters[P](node: Node, params: type[P], doc: str, shared: Sequence[type] = ()) -> P:
     """Declare the fields of ``params`` on ``node`` and return their checked values as an instance of it.
 
     Parameters
@@ -137,6 +124,11 @@ def declare_parameters[P](node: Node, params: type[P], doc: str) -> P:
         Its parameter class (a frozen dataclass of :mod:`skelarm_ros.nodes.params`).
     doc : str
         The node's page in the docs, named in the sentences.
+    shared : Sequence[type], optional
+        The parameter classes of the other nodes of the process: every node of a process
+        gets the parameters of its command line and parameter files (the composed graph's
+        simulator and controller share one set), so a name one of them declares is theirs,
+        not an unknown one. A name none declares is still refused.
 
     Returns
     -------
@@ -147,12 +139,19 @@ def declare_parameters[P](node: Node, params: type[P], doc: str) -> P:
     ------
     ParameterError
         With one sentence naming the parameter and what would be right: a value of
-        the wrong type or out of range, or a parameter the node does not have.
+        the wrong type or out of range, or a parameter the node does not have (one it
+        had names what replaces it: the class's ``retired``).
     """
     given = given_parameters(node)
     declared = declarations(params)
     names = [declaration.name for declaration in declared]
-    unknown = sorted(name for name in given if name not in names and not _always_accepted(name))
+    theirs = {declaration.name for other in shared for declaration in declarations(other)}
+    unknown = sorted(name for name in given if name not in names and name not in theirs and not _always_accepted(name))
+    retired: dict[str, str] = getattr(params, "retired", {})
+    gone = [name for name in unknown if name in retired]
+    if gone:
+        msg = f"{node.get_name()}'s parameter '{gone[0]}' was removed: {retired[gone[0]]} (see {doc})"
+        raise ParameterError(msg)
     if unknown:
         close = difflib.get_close_matches(unknown[0], names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""

@@ -62,6 +62,9 @@ class KitNode(Node):
         creating publishers, so a test sees what the node publishes. A stand-in needs
         what the node uses of a publisher (``publish``, ``get_subscription_count``,
         ``topic_name``).
+    shared : Sequence[type], optional
+        The parameter classes of the other nodes of its process, whose parameters it
+        leaves to them (:func:`~skelarm_ros.nodes.parameters.declare_parameters`).
     **kwargs : Any
         Passed on to :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
 
@@ -84,6 +87,8 @@ class KitNode(Node):
         The node's page in the docs, named in parameter problems.
     events_executor : bool
         Spin on rclpy's EventsExecutor (else the single-threaded executor).
+    shared : tuple[type, ...]
+        The parameter classes of the other nodes of its process.
     """
 
     node_name = ""
@@ -91,9 +96,17 @@ class KitNode(Node):
     doc = "docs/interfaces.md"
     events_executor = True
 
-    def __init__(self, node_name: str = "", *, stand_ins: Mapping[str, Publisher] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        node_name: str = "",
+        *,
+        stand_ins: Mapping[str, Publisher] | None = None,
+        shared: Sequence[type] = (),
+        **kwargs: Any,
+    ) -> None:
         """Create the node (named ``node_name``, else the class's) and run :meth:`setup`; on failure destroy it."""
         self._stand_ins = dict(stand_ins or {})
+        self.shared = tuple(shared)
         super().__init__(node_name or self.node_name, **kwargs)
         self.finished: Future = Future()
         self.thread_priority = 0

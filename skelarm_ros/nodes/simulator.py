@@ -30,7 +30,6 @@ from skelarm_ros.interface import (
     CLOCK,
     COMMAND_TOPICS,
     COMMANDS,
-    JOINT_STATE_TYPE,
     JOINT_STATES,
     LOCKSTEP,
     PAUSE_SERVICE,
@@ -43,14 +42,8 @@ from skelarm_ros.interface import (
     stamp_text,
     stamp_to_nanoseconds,
 )
-from skelarm_ros.nodes.endpoints import KEEP_ALL, LATCHED, IncompatiblePeers, JointStateInput, newest
-from skelarm_ros.nodes.graph_queries import (
-    graph_readers,
-    matching_readers,
-    named_reader_missing,
-    node_full_name,
-    publishing_nodes,
-)
+from skelarm_ros.nodes.endpoints import KEEP_ALL, LATCHED, Direct, IncompatiblePeers, JointStateInput, newest
+from skelarm_ros.nodes.graph_queries import publishing_nodes, reader_names, readers_missing
 from skelarm_ros.nodes.marker_msgs import SimulatorMarkers
 from skelarm_ros.nodes.parameters import LiveParameters, declare_parameters
 from skelarm_ros.nodes.params.simulator import SimulatorParams
@@ -68,6 +61,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
     from rclpy.publisher import Publisher
+    from rclpy.subscription import Subscription
 
 NODE_NAME = "simulator"
 DOC = "docs/simulator.md"
@@ -82,6 +76,9 @@ class SimulatorNode(KitNode):
 
     Parameters
     ----------
+    commands : Direct | None, optional
+        ``None`` subscribes to the commands; a ``Direct`` takes them from another node of the
+        process, by :meth:`hold` (realtime) and :attr:`pairing` (lockstep).
     **kwargs : Any
         Passed on to :class:`~skelarm_ros.nodes.running.KitNode` (``stand_ins=``) and
         :class:`rclpy.node.Node` (``context=``, ``parameter_overrides=``...).
@@ -105,9 +102,14 @@ class SimulatorNode(KitNode):
     now = staticmethod(time.monotonic)
     """The steady clock the run's times come from (seconds)."""
 
+    def __init__(self, *, commands: Direct | None = None, **kwargs: Any) -> None:
+        """Build the node (see the class); ``commands`` says where its commands come from."""
+        self._direct = commands
+        super().__init__(**kwargs)
+
     def setup(self) -> None:
         """Declare the parameters, build the simulation and its run, and wire the node."""
-        params = self.params = declare_parameters(self, SimulatorParams, DOC)
+        params = self.params = declare_parameters(self, SimulatorParams, DOC, self.shared)
         check_mode(params.mode, params.command_interface)
         arm = load_arm(params.scenario or None)
         self.sim = Simulation(
@@ -120,8 +122,8 @@ class SimulatorNode(KitNode):
         )
         self.lockstep = params.mode == LOCKSTEP
         self.wait_for_wrench = params.wait_for_wrench
-        self.min_subscribers = params.min_subscribers
-        self.recorder_node = node_full_name(self, params.recorder_node)
+        self.state_readers = reader_names(self, params.state_readers)
+        self.tip_readers = reader_names(self, params.tip_readers)
         self._need_controller = self.lockstep or params.wait_for_controller
         self.run = SimulatorRun(
             params.mode,
@@ -129,9 +131,7 @@ class SimulatorNode(KitNode):
             duration=params.duration,
             command_timeout=params.command_timeout,
             lockstep_timeout=params.lockstep_timeout,
-            start_condition=self._need_controller
-            or bool(self.min_subscribers or params.min_tip_subscribers or self.recorder_node),
-            settle=params.start_settle,
+            start_condition=self._need_controller or bool(self.state_readers or self.tip_readers),
             answered=self.sim.answered,
             tick_period=self.sim.tick_period / params.real_time_factor,
         )
@@ -167,18 +167,7 @@ class SimulatorNode(KitNode):
         self.tip_pub = self.publisher(PointStamped, TIP, qos)
         self.clock_pub = self.publisher(ClockMsg, CLOCK, qos) if params.publish_clock else None
         self.description_pub = self.publisher(String, ROBOT_DESCRIPTION, LATCHED)
-        topic = COMMAND_TOPICS[params.command_interface]
-        controllers = IncompatiblePeers(self, f"lockstep needs every command: publish {topic} reliably")
-        if params.command_interface == COMMANDS:
-            self.command_sub = self.create_subscription(
-                Float64MultiArray, topic, self.on_commands, inputs, event_callbacks=controllers.subscription_events()
-            )
-            controllers.endpoint = self.command_sub
-        else:
-            self.command_input = JointStateInput(
-                self, topic, inputs, self.on_joint_command, self.on_damaged_command, peers=controllers
-            )
-            self.command_sub = self.command_input.subscription
+        self.command_sub = self._command_input(COMMAND_TOPICS[params.command_interface], inputs)
         self.wrench_sub = self.create_subscription(WrenchStamped, TIP_WRENCH, self.on_wrench, inputs)
         self.create_service(Trigger, RESET_SERVICE, self.on_reset)
         self.create_service(SetBool, PAUSE_SERVICE, self.on_pause)
@@ -195,6 +184,22 @@ class SimulatorNode(KitNode):
         self.create_timer(WATCH_PERIOD, self.watch, clock=steady)
         if not self.lockstep:  # the spin keeps the steps' deadlines in its own thread (run_node)
             self.beat = Beat(self.sim.tick_period / params.real_time_factor, self.tick)
+
+    def _command_input(self, topic: str, qos: Any) -> Subscription | Direct:
+        """Subscribe to the commands on ``topic``, or take them from the node of the process that hands them in."""
+        if self._direct is not None:
+            self._direct.topic_name = self._direct.topic_name or topic
+            return self._direct
+        controllers = IncompatiblePeers(self, f"lockstep needs every command: publish {topic} reliably")
+        if self.params.command_interface != COMMANDS:
+            self.command_input = JointStateInput(
+                self, topic, qos, self.on_joint_command, self.on_damaged_command, peers=controllers
+            )
+            return self.command_input.subscription
+        events = controllers.subscription_events()
+        subscription = self.create_subscription(Float64MultiArray, topic, self.on_commands, qos, event_callbacks=events)
+        controllers.endpoint = subscription
+        return subscription
 
     def _apply_parameters(self, params: SimulatorParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -230,7 +235,7 @@ class SimulatorNode(KitNode):
         except Rejected as error:
             self._reject(COMMAND, error)
             return
-        self._hold(tau, None)
+        self.hold(tau, None)
 
     def on_damaged_command(self, problem: str) -> None:
         """Count and report a command that could not be deserialized."""
@@ -248,13 +253,14 @@ class SimulatorNode(KitNode):
             return
         stamp_ns = stamp_to_nanoseconds(sec, nanosec)
         if not self.lockstep:
-            self._hold(tau, stamp_ns)
+            self.hold(tau, stamp_ns)
         elif self.pairing.offer_command(stamp_ns, tau):
             self._try_step()
         else:
             self._stale(STALE_COMMAND, self.command_sub.topic_name, stamp_ns)
 
-    def _hold(self, tau: NDArray[np.float64], stamp_ns: int | None) -> None:
+    def hold(self, tau: NDArray[np.float64], stamp_ns: int | None) -> None:
+        """Hold ``tau`` as the newest command (stamped ``stamp_ns``, or unstamped) for the next realtime steps."""
         self.sim.hold_command(tau, stamp_ns)
         say(self, self.run.command_arrived(self.now()))
 
@@ -386,28 +392,25 @@ class SimulatorNode(KitNode):
         if self.run.finished:
             self.finish(self.run.code or 1)
 
-    def command_side(self) -> tuple[int, set[str]]:
-        """Return the command publishers step 0 waits for: how many are matched, and the nodes publishing them."""
-        return self.command_sub.get_publisher_count(), publishing_nodes(self, self.command_sub.topic_name)
-
     def start_missing(self) -> list[str]:
-        """Return what step 0 still waits for (:func:`skelarm_ros.sim.run.start_missing`), from the graph.
+        """Return what step 0 still waits for: its publishers, and its readers by name (``readers_missing``).
 
-        With ``recorder_node`` also its readers by name, and every ``tip`` reader matched (as ``joint_states``).
+        Every node publishing the commands is a ``joint_states`` reader to wait for when step 0 waits for a controller.
         """
-        commands, commanding = self.command_side()
-        tips = max(self.params.min_tip_subscribers, graph_readers(self, self.tip_pub) if self.recorder_node else 0)
-        return named_reader_missing(self, (self.state_pub, self.tip_pub), self.recorder_node) + start_missing(
-            commands,
-            commanding,
-            matching_readers(self, self.state_pub, JOINT_STATE_TYPE),
-            self.state_pub.get_subscription_count(),
+        sub, need = self.command_sub, self._need_controller
+        commanding = sorted(publishing_nodes(self, sub.topic_name)) if need and self._direct is None else []
+        waits = start_missing(
+            sub.get_publisher_count(),
             wrench_publishers=self.wrench_sub.get_publisher_count() if self.wait_for_wrench else None,
-            min_readers=self.min_subscribers,
-            need_controller=self._need_controller,
-            command_topic=self.command_sub.topic_name,
+            need_controller=need,
+            command_topic=sub.topic_name,
             wrench_topic=self.wrench_sub.topic_name,
-            tip_readers=(self.tip_pub.get_subscription_count(), tips),
+        )
+        states = list(dict.fromkeys([*self.state_readers, *commanding]))
+        return (
+            waits
+            + readers_missing(self, self.state_pub, states)
+            + readers_missing(self, self.tip_pub, self.tip_readers)
         )
 
     # -- the end ------------------------------------------------------------------------------------------

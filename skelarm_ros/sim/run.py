@@ -4,10 +4,10 @@
 """When a simulated run starts, waits, times out, lapses, ends, and what it says: the simulator's run life.
 
 :class:`SimulatorRun` decides, from the times it is handed (seconds of a steady
-clock), everything about the run that is not physics: the start condition and its
-settling time, the lockstep wait for each step's command and its timeout, the
-realtime watchdog on commands (lapse and resume, paused time not counted), pause
-and reset (each reset starts a new time line), the end after ``duration``, the exit
+clock), everything about the run that is not physics: the start condition, the
+lockstep wait for each step's command and its timeout, the realtime watchdog on
+commands (lapse and resume, paused time not counted), pause and reset (each reset
+starts a new time line), the end after ``duration``, the exit
 code, and the summary of each time line. It returns what to say as
 :class:`~skelarm_ros.interface.Say` items; the simulator node logs them and keeps only
 topics, timers and services.
@@ -30,10 +30,8 @@ from skelarm_ros.interface import (
     ERROR,
     INFO,
     JOINT_COMMANDS,
-    JOINT_STATES,
     LOCKSTEP,
     REALTIME,
-    TIP,
     TIP_WRENCH,
     WARNING,
     Say,
@@ -43,75 +41,47 @@ from skelarm_ros.interface import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Sequence
 
-START_SETTLE = 0.5  # s the start condition must hold before step 0, for readers it does not count
 WAIT_REPORT = 5.0  # s between two reports of what a start is waiting for
 
 
 def start_missing(
     command_publishers: int,
-    commanding_nodes: Collection[str],
-    reader_nodes: Sequence[str],
-    matched_readers: int,
     *,
     wrench_publishers: int | None = None,
-    min_readers: int = 1,
     need_controller: bool = True,
     command_topic: str = JOINT_COMMANDS,
     wrench_topic: str = TIP_WRENCH,
-    tip_readers: tuple[int, int] = (0, 0),
 ) -> list[str]:
-    """Say what step 0 still waits for; empty when the run can start.
+    """Say which publishers step 0 still waits for; empty when they are there.
 
-    Lockstep starts once a ``joint_commands`` publisher is matched, every node that publishes
-    ``joint_commands`` has a ``joint_states`` reader in the graph (so the controller's
-    own reader is known), and every ``joint_states`` reader in the graph that can match
-    the simulator's publisher is matched (so none misses step 0).
+    Its readers are waited for by name, as every publisher's are
+    (:func:`skelarm_ros.nodes.graph_queries.missing_readers`): the nodes the graph says
+    read ``joint_states`` and ``tip``, and every node publishing the commands.
 
     Parameters
     ----------
     command_publishers : int
-        ``joint_commands`` publishers matched by the simulator's subscription.
-    commanding_nodes : Collection[str]
-        Full names of the nodes that publish ``joint_commands``, from the graph.
-    reader_nodes : Sequence[str]
-        Full node names of the graph's ``joint_states`` readers that can match the
-        simulator's publisher (right type, compatible QoS), one per reader.
-    matched_readers : int
-        ``joint_states`` readers matched by the simulator's publisher.
+        Command publishers matched by the simulator's subscription.
     wrench_publishers : int | None, optional
         ``tip_wrench`` publishers matched, when lockstep waits for the wrench too.
-    min_readers : int, optional
-        ``joint_states`` readers to wait for at least (the controller, a recorder...),
-        whether or not the graph knows of them yet.
     need_controller : bool, optional
-        Whether a ``joint_commands`` publisher must be there (lockstep; realtime only
-        when asked to wait for its controller).
+        Whether a command publisher must be there (lockstep; realtime only when asked
+        to wait for its controller).
     command_topic, wrench_topic : str, optional
         The command and wrench topics' names, for the log line.
-    tip_readers : tuple[int, int], optional
-        ``tip`` readers matched, and how many to wait for (a recorder's).
 
     Returns
     -------
     list[str]
-        One phrase per missing thing, for a log line.
+        One phrase per missing publisher, for a log line.
     """
     missing = []
     if need_controller and command_publishers < 1:
         missing.append(f"a publisher on {command_topic}")
     if wrench_publishers is not None and wrench_publishers < 1:
         missing.append(f"a publisher on {wrench_topic}")
-    unread = sorted(set(commanding_nodes) - set(reader_nodes))
-    if unread:
-        missing.append(f"a {JOINT_STATES} reader of {', '.join(unread)} in the graph")
-    expected = max(int(need_controller), min_readers, len(reader_nodes))
-    if matched_readers < expected:
-        missing.append(f"{JOINT_STATES} readers matched ({matched_readers} of {expected})")
-    tips, wanted_tips = tip_readers
-    if tips < wanted_tips:
-        missing.append(f"{TIP} readers matched ({tips} of {wanted_tips})")
     return missing
 
 
@@ -362,8 +332,6 @@ class SimulatorRun:
     start_condition : bool, optional
         Whether step 0 waits for the graph (readers, a controller); without it a
         realtime run starts at once.
-    settle : float, optional
-        Seconds the start condition must hold before step 0.
     wait_report : float, optional
         Seconds between two reports of what the start waits for.
     answered : AnswerCount, optional
@@ -381,7 +349,6 @@ class SimulatorRun:
     command_timeout: float = 0.5
     lockstep_timeout: float = 5.0
     start_condition: bool = True
-    settle: float = START_SETTLE
     wait_report: float = WAIT_REPORT
     answered: AnswerCount = field(default_factory=AnswerCount)
     tick_period: float | None = None
@@ -389,7 +356,6 @@ class SimulatorRun:
     started: bool = False
     paused: bool = False
     time_lines: list[TimeLine] = field(default_factory=list)
-    _ready_since: float | None = None
     _reported: float = -math.inf
     _waiting_since: float = 0.0
     _paused_at: float = 0.0
@@ -446,9 +412,8 @@ class SimulatorRun:
     def poll_start(self, now: float, missing: Sequence[str]) -> list[Say]:
         """Look at the start condition: ``missing`` lists what step 0 still waits for (empty when nothing).
 
-        Step 0 goes out once nothing has been missing for :attr:`settle` seconds (the
-        graph may still be filling in); :attr:`started` then turns true. While
-        something is missing, it is reported every :attr:`wait_report` seconds.
+        Step 0 goes out as soon as nothing is missing; :attr:`started` then turns true.
+        While something is missing, it is reported every :attr:`wait_report` seconds.
 
         Returns
         -------
@@ -460,14 +425,9 @@ class SimulatorRun:
         if not self.start_condition:
             return self.start(now)
         if missing:
-            self._ready_since = None
             if now - self._reported >= self.wait_report:
                 self._reported = now
                 return [Say(INFO, f"{self.mode}: step 0 waits for {'; '.join(missing)}")]
-            return []
-        if self._ready_since is None:
-            self._ready_since = now
-        if now - self._ready_since < self.settle:
             return []
         return self.start(now)
 

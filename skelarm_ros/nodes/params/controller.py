@@ -7,7 +7,7 @@ This module imports neither rclpy nor numpy.
 """
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from skelarm_ros.interface import (
     COMMAND_INTERFACES,
@@ -21,12 +21,21 @@ from skelarm_ros.interface import (
     TIME_REVERSAL_MODES,
     check_time_slice,
 )
-from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param, readers
+
+RETIRED = {
+    "min_subscribers": "name the command topic's readers in command_readers",
+    "min_channel_subscribers": "name the controller/<channel> readers in channel_readers",
+    "recorder_node": "name the recorder in command_readers and channel_readers",
+    "wait_for_reader": "with live_arm, control waits for the command readers (any one when none is named)",
+}
 
 
 @dataclass(frozen=True)
 class ControllerParams:
     """The controller's parameters: structural ones read-only; effort limits, time reversal and channels live."""
+
+    retired: ClassVar[dict[str, str]] = RETIRED
 
     scenario: Annotated[
         str,
@@ -125,17 +134,6 @@ class ControllerParams:
             "replay, where no arm holds a command and a recording ends with the run's own last command.",
         ),
     ] = True
-    wait_for_reader: Annotated[
-        bool,
-        param(
-            "control no state until the command topic has a reader (a driver's effort controller), so the time line "
-            "starts when commands can arrive",
-            details="States before that are not controlled (nothing is sent, the reference does not run ahead of "
-            "an arm that gets no commands). With `min_subscribers` above 0 its held-back start applies instead; "
-            "with `live_arm` control always waits for a reader. The launch sets it false in a shadow replay, "
-            "whose commands need no reader.",
-        ),
-    ] = True
     qos_depth: Annotated[
         int,
         count(
@@ -203,23 +201,22 @@ class ControllerParams:
             "comes, a short piece of work, in every mode.",
         ),
     ] = 0.0001
-    min_subscribers: Annotated[
-        int,
-        count(
-            "readers of the command topic to wait for before the first command (held back in order until then)",
-            details="The simulator, a recorder: what the controller computes meanwhile (commands and channel "
-            "messages) is sent in order once they are matched. The launch sets it with a simulator (1, or 2 with "
-            "`record:=`), so a recording keeps the command of step 0; not with a real arm's driver.",
+    command_readers: Annotated[
+        tuple[str, ...],
+        readers(
+            "the nodes that read the command topic, waited for by name before the first command (held back in "
+            "order until then); empty: none",
+            details="Relative to the namespace or full, as the simulator's `state_readers` "
+            "([simulator.md](simulator.md)): each named node needs a reader that can match, and every such reader "
+            "matched. The launch names its simulator and its recorder, so a recording keeps the command of step 0. "
+            "On a live arm (`live_arm`) control first waits for one reader, the driver's (a real driver's effort "
+            "controller's name cannot be known), so the time line starts when commands can arrive.",
         ),
-    ] = 0
-    min_channel_subscribers: Annotated[
-        int, count("readers of each controller/<channel> topic to wait for as well", details="A recorder.")
-    ] = 0
-    recorder_node: Annotated[
-        str,
-        param(
-            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
-            "empty: none",
-            details="As the simulator's ([simulator.md](simulator.md)): its command and channel topics.",
+    ] = ()
+    channel_readers: Annotated[
+        tuple[str, ...],
+        readers(
+            "the nodes that read controller/<channel>, waited for by name as well; empty: none",
+            details="The launch names its recorder.",
         ),
-    ] = ""
+    ] = ()

@@ -30,7 +30,7 @@ import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
-from skelarm_ros.interface import check_choice, check_count, check_non_negative, check_positive
+from skelarm_ros.interface import check_choice, check_count, check_node_names, check_non_negative, check_positive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -78,6 +78,11 @@ class Spec:
 def param(description: str, *, live: bool = False, details: str = "") -> Spec:
     """Return the spec of a parameter any value of its type suits."""
     return Spec(description, live=live, details=details)
+
+
+def readers(description: str, *, details: str = "") -> Spec:
+    """Return the spec of a read-only list of node names (the readers a publisher waits for)."""
+    return Spec(description, check=check_node_names, details=details)
 
 
 def number(description: str, unit: str = "s", *, zero: bool = False, live: bool = False, details: str = "") -> Spec:

@@ -7,11 +7,11 @@ This module does not import rclpy.
 """
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from skelarm_ros.bags.forces import HOLD, MODES
 from skelarm_ros.interface import TIP_WRENCH
-from skelarm_ros.nodes.params.fields import choice, count, number, param
+from skelarm_ros.nodes.params.fields import choice, number, param, readers
 
 CLOCK_TIMING = "clock"
 TIMER_TIMING = "timer"
@@ -21,6 +21,11 @@ TIMINGS = (CLOCK_TIMING, TIMER_TIMING)
 @dataclass(frozen=True)
 class ForceReplayParams:
     """The force replay's parameters, all read-only."""
+
+    retired: ClassVar[dict[str, str]] = {
+        "min_subscribers": "name the tip_wrench readers in wrench_readers",
+        "recorder_node": "name the recorder in wrench_readers",
+    }
 
     source: Annotated[
         str,
@@ -57,18 +62,12 @@ class ForceReplayParams:
         str,
         param("scenario whose step is used when dt is 0 (path or bundled name)", details="Empty: the bundled `reach`."),
     ] = ""
-    min_subscribers: Annotated[
-        int,
-        count(
-            "tip_wrench readers to wait for before the first wrench (held back in order)",
-            details="The simulator, a recorder: the launch sets it, so a recording keeps every wrench.",
-        ),
-    ] = 0
-    recorder_node: Annotated[
-        str,
-        param(
-            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
+    wrench_readers: Annotated[
+        tuple[str, ...],
+        readers(
+            "the nodes that read tip_wrench, waited for by name before the first wrench (held back in order); "
             "empty: none",
-            details="As the simulator's ([simulator.md](simulator.md)): its wrench topic.",
+            details="As the simulator's `state_readers` ([simulator.md](simulator.md)). The launch names its "
+            "simulator and its recorder, so a recording keeps every wrench.",
         ),
-    ] = ""
+    ] = ()

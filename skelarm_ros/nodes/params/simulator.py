@@ -7,10 +7,10 @@ This module imports neither rclpy nor numpy.
 """
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from skelarm_ros.interface import COMMAND_INTERFACES, COMMANDS, MODES, REALTIME, SLICE_RANGE, check_time_slice
-from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param
+from skelarm_ros.nodes.params.fields import Spec, choice, count, number, param, readers
 
 THREAD_PRIORITY = (
     "As ros2_control's controller manager offers it; needs real-time rights (`rtprio` in "
@@ -28,18 +28,25 @@ SCHEDULER_SLICE = (
     "What it changes on time shares is in [benchmarks.md](benchmarks.md#the-composed-graph)."
 )
 
-RECORDER_NODE = (
-    "What waits for its readers (the simulator's step 0, the controller's first commands and channel messages, "
-    "the force replay's first wrenches) then also waits until that node has a reader of each of those topics and "
-    "every reader of it that can match is matched: a reader from outside the graph started before the recorder "
-    "(`ros2 topic echo`, a plotter, robot_state_publisher) is counted but never stands in for it. The launch sets "
-    "it with `record`."
+READERS = (
+    "Relative to the namespace (`controller`) or full (`/plotter`). Step 0 goes out once each named node has a "
+    "reader of the topic that can match (its type, a compatible QoS) and every such reader is matched, so none "
+    "misses the start; a reader from outside the graph (`ros2 topic echo`, a plotter) never stands in for a named "
+    "one. The launch names the nodes of its graph and those of `extra_readers` ([launch.md](launch.md))."
 )
+RETIRED = {
+    "min_subscribers": "name the joint_states readers step 0 waits for in state_readers",
+    "min_tip_subscribers": "name the tip readers step 0 waits for in tip_readers",
+    "recorder_node": "name the recorder in state_readers and tip_readers",
+    "start_settle": "name every reader step 0 waits for in state_readers and tip_readers (step 0 no longer settles)",
+}
 
 
 @dataclass(frozen=True)
 class SimulatorParams:
     """The simulator's parameters: structural ones read-only, the timeouts and limits live."""
+
+    retired: ClassVar[dict[str, str]] = RETIRED
 
     scenario: Annotated[
         str,
@@ -141,40 +148,20 @@ class SimulatorParams:
     wait_for_wrench: Annotated[bool, param("lockstep: also wait for the tip_wrench stamped with each step's time")] = (
         False
     )
-    min_subscribers: Annotated[
-        int,
-        count(
-            "joint_states readers to wait for before step 0 (lockstep: at least one)",
-            1000,
-            details="In both modes; the launch sets it to its controller and recorder, so neither misses the start.",
+    state_readers: Annotated[
+        tuple[str, ...],
+        readers(
+            "the nodes that read joint_states, waited for by name before step 0; empty: none",
+            details=READERS + " In lockstep, and with `wait_for_controller`, every node publishing the commands "
+            "is waited for as a joint_states reader too.",
         ),
-    ] = 0
-    min_tip_subscribers: Annotated[
-        int,
-        count(
-            "tip readers to wait for before step 0",
-            1000,
-            details="The launch sets it to 1 when it records, so the bag has every tip from step 0's on.",
+    ] = ()
+    tip_readers: Annotated[
+        tuple[str, ...],
+        readers(
+            "the nodes that read tip, waited for by name before step 0; empty: none", details="As `state_readers`."
         ),
-    ] = 0
-    recorder_node: Annotated[
-        str,
-        param(
-            "the graph's recorder node, waited for by name as well as counted (relative to the namespace, or full); "
-            "empty: none",
-            details=RECORDER_NODE,
-        ),
-    ] = ""
-    start_settle: Annotated[
-        float,
-        number(
-            "time the start condition must hold before step 0",
-            zero=True,
-            details="For readers the condition does not count (a plotting tool's tip reader, "
-            "robot_state_publisher's joint_states reader), which may still be on their way. The launch sets 0 "
-            "when it counts every reader of its graph (no extra_readers, rviz, force_source or use_sim_time).",
-        ),
-    ] = 0.5
+    ] = ()
     wait_for_controller: Annotated[
         bool,
         param(
