@@ -30,7 +30,9 @@ def test_replay_leaves_the_simulator_out_and_the_player_ends_the_graph(bag, tmp_
         ("/arm1/target", "target"),
         ("/arm1/robot_description", "robot_description"),
     )
-    assert settings.readers.topics == {"joint_states": 2, "target": 2}  # controller and recorder
+    # The first state waits for the controller's and the recorder's readers, by name: no outside reader stands in.
+    both = ("controller", "recorder")
+    assert settings.readers.names == {"joint_states": both, "target": both} and settings.readers.topics == {}
     assert settings.wait_for_all_acked == 10_000 and settings.options.rate == 1.0
     assert settings.options.clock_hz == 0.0
 
@@ -50,7 +52,7 @@ def test_replay_rate_namespace_extra_readers_and_sim_time(bag):
     assert player.namespace == "lab"
     settings = parse_arguments(list(player.arguments))
     assert settings.options.rate == 0.5 and settings.options.clock_hz == 1000.0
-    assert settings.readers.topics == {"joint_states": 2, "target": 0}
+    assert settings.readers.names == {"joint_states": ("/plotter", "/probe")}  # no reader of the target named
 
 
 @pytest.mark.parametrize(
@@ -100,7 +102,7 @@ def test_replay_takes_the_bag_s_own_joint_state_topic_and_joint_names(tmp_path):
         settings = parse_arguments(list(specs["player"].arguments))
         assert settings.options.topics == ("/servo/out/state",)
         assert settings.options.remaps == (("/servo/out/state", "joint_states"),)
-        assert settings.readers.topics == {"joint_states": 1}
+        assert settings.readers.names == {"joint_states": ("controller",)}
 
 
 def test_a_recording_of_more_joints_than_the_arm_needs_joint_names_among_them(tmp_path):

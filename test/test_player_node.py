@@ -31,9 +31,10 @@ DEADLINE = 20.0  # s for in-process discovery and delivery on a loaded machine
 class Rig:
     """A player and a probe node in one private context, spun by one executor."""
 
-    def __init__(self, context: rclpy.Context, path, *, readers: int = 1, **options) -> None:
+    def __init__(self, context: rclpy.Context, path, *, readers: int | ReaderWait = 1, **options) -> None:
         self.out = io.StringIO()
-        settings = PlayerSettings(str(path), PlayOptions(**options), ReaderWait(default=readers), progress_hz=0.0)
+        wait = readers if isinstance(readers, ReaderWait) else ReaderWait(default=readers)
+        settings = PlayerSettings(str(path), PlayOptions(**options), wait, progress_hz=0.0)
         self.player = PlayerNode(settings, out=self.out, autostart=False, context=context)
         self.probe = rclpy.create_node("probe", context=context)
         self.executor = SingleThreadedExecutor(context=context)
@@ -90,6 +91,28 @@ def test_it_waits_for_its_readers_then_publishes_the_recorded_bytes_in_order(con
     assert states == [data for _, _, data in recorded(bag, ["/joint_states"])]
     assert commands == [data for _, _, data in recorded(bag, ["/joint_commands"])]
     assert description == [data for _, _, data in recorded(bag, ["/robot_description"])]
+
+
+def test_named_readers_are_waited_for_and_an_outside_reader_does_not_stand_in(context, bag):
+    wait = parse_arguments([str(bag), "--wait-for-subscribers", "joint_states:=controller"]).readers
+    rig = Rig(context, bag, readers=wait, topics=("/joint_states",))
+    outsider = rclpy.create_node("plotter", context=context)
+    rig.executor.add_node(outsider)
+    try:
+        outsider.create_subscription(JointState, "/joint_states", lambda _: None, KEEP_ALL)
+        # The outsider matches (a count of one would be met) but is not the named controller.
+        rig.spin_until(lambda: rig.player.publishers_by_index[0].get_subscription_count() == 1, "the outsider")
+        assert rig.player.missing_readers() == ["a /joint_states reader of /controller"]
+        assert rig.player.step(0) is not None and not rig.player.playback.started
+        controller = rclpy.create_node("controller", context=context)
+        rig.executor.add_node(controller)
+        controller.create_subscription(JointState, "/joint_states", lambda _: None, KEEP_ALL)
+        rig.spin_until(lambda: not rig.player.missing_readers(), "the controller's reader")
+        rig.player.step(NS)
+        assert rig.player.playback.started
+    finally:
+        rig.close()
+        outsider.destroy_node()
 
 
 def test_the_play_thread_plays_on_time_and_completes_done(context, bag):
@@ -202,7 +225,13 @@ def test_command_line_options_as_ros2_bag_plays(capsys):
     settings = parse_arguments(["b", "--wait-for-all-acked", "--rate", "2", "--start-offset", "1.5", "-d", "0.5"])
     assert settings.wait_for_all_acked == 0 and settings.options.rate == 2.0
     assert (settings.options.start_offset, settings.options.delay) == (1.5, 0.5)
-    for wrong, words in ((["b", "--rate", "0"], "rate must be a positive number"), (["b", "-m", "x"], "FROM:=TO")):
+    named = parse_arguments(["b", "--wait-for-subscribers", "1", "target:=2", "joint_states:=controller,/recorder"])
+    assert named.readers.names == {"joint_states": ("controller", "/recorder")} and named.readers.topics == {
+        "target": 2
+    }
+    assert named.readers.needed("joint_states", False) == 0 and named.readers.needed("other", False) == 1
+    wrongs = ((["b", "--rate", "0"], "rate must be a positive number"), (["b", "-m", "x"], "FROM:=TO"))
+    for wrong, words in (*wrongs, (["b", "--wait-for-subscribers", ":=x"], "TOPIC:=NODE[,NODE...]")):
         with pytest.raises(SystemExit) as caught:
             parse_arguments(wrong)
         assert caught.value.code == 2

@@ -134,7 +134,10 @@ def test_reader_waits_and_option_checks():
     assert resolved.needed("/target", latched=False) == 0
     assert resolved.needed("/arm1/tip", latched=False) == 2
     assert resolved.needed("/arm1/robot_description", latched=True) == 0  # latched ones only when named
-    for wrong in ("x", "a:=b", ":=2", "-1"):
+    named = parse_reader_wait(["joint_states:=controller,/lab/recorder"]).resolved(lambda name: "/arm1/" + name)
+    assert named.wanted("/arm1/joint_states") == ("controller", "/lab/recorder")  # node names resolve in the node
+    assert named.needed("/arm1/joint_states", latched=False) == 0 and named.wanted("/arm1/tip") == ()
+    for wrong in ("x", "a:=", ":=2", ":=b", "-1"):
         with pytest.raises(PlayError, match="is not a count"):
             parse_reader_wait([wrong])
     for bad, message in (({"rate": 0.0}, "rate must be a positive number"), ({"delay": -1.0}, "delay must be zero")):

@@ -556,7 +556,11 @@ class Playback:
 
 @dataclass(frozen=True)
 class ReaderWait:
-    """How many readers each topic needs before the first message (``--wait-for-subscribers``).
+    """The readers each topic waits for before the first message (``--wait-for-subscribers``).
+
+    A topic waits either for a count of readers or for the nodes the graph says read it, by
+    name (the one rule of :func:`skelarm_ros.interface.missing_readers`: a reader from
+    outside the graph never stands in for a named node).
 
     Attributes
     ----------
@@ -564,40 +568,58 @@ class ReaderWait:
         Readers every volatile topic needs (a bare count).
     topics : dict[str, int]
         Readers a named topic needs (``TOPIC:=N``), by its published name.
+    names : dict[str, tuple[str, ...]]
+        The nodes that read a named topic (``TOPIC:=NODE[,NODE...]``), by its published name.
     """
 
     default: int = 0
     topics: dict[str, int] = field(default_factory=dict)
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def needed(self, output: str, latched: bool) -> int:
-        """Readers to wait for on a published topic (latched ones only when named)."""
+        """Readers to wait for on a published topic (latched ones only when named; none where nodes are named)."""
+        if output in self.names:
+            return 0
         return self.topics.get(output, 0 if latched else self.default)
+
+    def wanted(self, output: str) -> tuple[str, ...]:
+        """Return the nodes (as given: relative or full names) that must read a published topic first."""
+        return self.names.get(output, ())
 
     def resolved(self, resolve: Callable[[str], str]) -> ReaderWait:
         """Return the same wait with each named topic resolved (relative names in the player's namespace)."""
-        return ReaderWait(self.default, {resolve(name): count for name, count in self.topics.items()})
+        topics = {resolve(name): count for name, count in self.topics.items()}
+        return ReaderWait(self.default, topics, {resolve(name): nodes for name, nodes in self.names.items()})
 
 
 def parse_reader_wait(items: Sequence[str]) -> ReaderWait:
-    """Read ``--wait-for-subscribers`` values: ``N`` for every topic, ``TOPIC:=N`` for one.
+    """Read ``--wait-for-subscribers`` values: ``N`` for every topic, ``TOPIC:=N`` or ``TOPIC:=NODE[,NODE...]`` for one.
 
     Raises
     ------
     PlayError
-        If a value is neither.
+        If a value is none of these.
     """
     default = 0
     topics: dict[str, int] = {}
+    names: dict[str, tuple[str, ...]] = {}
     for item in items:
-        name, sep, count = item.rpartition(":=")
-        if not count.strip().isdigit() or (sep and not name.strip()):
-            msg = f"--wait-for-subscribers '{item}' is not a count N or TOPIC:=N (for example joint_states:=2)"
+        name, sep, value = item.rpartition(":=")
+        nodes = tuple(node.strip() for node in value.split(",") if node.strip())
+        if sep and name.strip() and not value.strip().isdigit() and nodes:
+            names[name.strip()] = nodes
+            continue
+        if not value.strip().isdigit() or (sep and not name.strip()):
+            msg = (
+                f"--wait-for-subscribers '{item}' is not a count N, TOPIC:=N or TOPIC:=NODE[,NODE...] "
+                "(for example joint_states:=2 or joint_states:=controller,recorder)"
+            )
             raise PlayError(msg)
         if sep:
-            topics[name.strip()] = int(count)
+            topics[name.strip()] = int(value)
         else:
-            default = int(count)
-    return ReaderWait(default, topics)
+            default = int(value)
+    return ReaderWait(default, topics, names)
 
 
 class Ticker:

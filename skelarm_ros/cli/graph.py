@@ -693,16 +693,14 @@ def _player(graph: _Graph) -> NodeSpec:
     """Return the player of a shadow run: the recorded arm topics into the graph's namespace; it ends the graph."""
     assert graph.shadow is not None  # a replay's graph
     topics = graph.shadow.topics
-    recorder = int(bool(graph.record))
-    wanted = {
-        JOINT_STATES: int(graph.controller) + recorder + len(graph.extra_readers),
-        TARGET: int(graph.controller) + recorder,
-    }
-    readers = {relative: wanted[relative] for _, relative in topics if relative in wanted}
+    # The first state waits for the graph's readers of each replayed topic, by name (as the simulator's step 0).
+    readers_of_target = [*(["controller"] if graph.controller else []), *graph.recorders]
+    wanted = {JOINT_STATES: [*readers_of_target, *graph.extra_readers], TARGET: readers_of_target}
+    readers = {relative: wanted[relative] for _, relative in topics if wanted.get(relative)}
     arguments = [graph.replay, "--topics", *(name for name, _ in topics), "--remap"]
     arguments += [f"{name}:={relative}" for name, relative in topics]
     arguments += ["--rate", graph.values["replay_rate"], "--wait-for-subscribers"]
-    arguments += [f"{topic}:={count}" for topic, count in readers.items()]
+    arguments += [f"{topic}:={','.join(names)}" for topic, names in readers.items()]
     # Every state reaches its readers before the player exits and the graph ends.
     arguments += ["--wait-for-all-acked", str(round(REPLAY_ACK_TIMEOUT * 1000)), "--progress-bar-update-rate", "1"]
     if graph.use_sim_time:

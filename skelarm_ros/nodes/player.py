@@ -49,7 +49,7 @@ from skelarm_ros.bags.replay import (
 )
 from skelarm_ros.interface import CLOCK, NANOSECONDS, nanoseconds_to_stamp, stamp_text
 from skelarm_ros.nodes.endpoints import message_class, publisher_qos
-from skelarm_ros.nodes.graph_queries import wait_for_acknowledgements
+from skelarm_ros.nodes.graph_queries import reader_names, readers_missing, wait_for_acknowledgements
 from skelarm_ros.nodes.running import KitNode, run_node, say
 
 if TYPE_CHECKING:
@@ -129,8 +129,8 @@ def _parser() -> argparse.ArgumentParser:
         "--wait-for-subscribers",
         nargs="+",
         default=[],
-        metavar="N|TOPIC:=N",
-        help="before the first message, wait for N readers on every volatile topic, or N on TOPIC",
+        metavar="N|TOPIC:=N|TOPIC:=NODE,...",
+        help="before the first message, wait for N readers on every volatile topic, N on TOPIC, or NODEs on TOPIC",
     )
     parser.add_argument(
         "--progress-bar-update-rate",
@@ -261,12 +261,14 @@ class PlayerNode(KitNode):
     # -- playing (the play thread; tests call step directly) ---------------------------------------
 
     def missing_readers(self) -> list[str]:
-        """Return the topics short of the readers ``--wait-for-subscribers`` asks for: ``topic (have of need)``."""
+        """Return what ``--wait-for-subscribers`` still waits for: ``topic (have of need)``, or the named nodes'."""
         missing = []
         for topic, publisher in zip(self.plan.topics, self.publishers_by_index, strict=True):
+            if wanted := reader_names(self, self._readers.wanted(publisher.topic_name)):
+                missing += readers_missing(self, publisher, wanted)
+                continue
             need = self._readers.needed(publisher.topic_name, topic.qos.transient_local)
-            have = publisher.get_subscription_count()
-            if have < need:
+            if (have := publisher.get_subscription_count()) < need:
                 missing.append(f"{publisher.topic_name} ({have} of {need})")
         return missing
 
