@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +141,11 @@ class Structure:
         Which of ``params_r`` FIGAROH took as the independent (base) columns.
     terms : tuple[str, ...]
         What real arms have that is in the model (of :data:`MODEL_TERMS`).
+    base_names : list[str]
+        FIGAROH's expression of each base parameter in the standard ones, as the random states
+        give them (a fit's are the same where its data picks the same base columns).
+    mapping : NDArray[np.float64]
+        ``M`` with ``phi = M theta_r`` for those, shape ``(rank, len(params_r))``.
     """
 
     model: pin.Model
@@ -152,6 +157,8 @@ class Structure:
     base_columns: list[int]
     terms: tuple[str, ...]
     _robot: Any = None
+    base_names: list[str] = field(default_factory=list)
+    mapping: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def friction(self) -> bool:
@@ -253,7 +260,10 @@ def structure(
     reduced = fig.build_regressor_reduced(matrix, eliminated)
     _, _, names, _ = decomposer.double_decomposition(np.zeros(reduced.shape[0]), reduced, list(params_r))
     base_columns = list(decomposer.get_base_indices() or [])
-    return Structure(model, config, standard, active, list(params_r), len(names), base_columns, chosen, robot)
+    mapping = np.asarray(decomposer.get_M(), dtype=np.float64)
+    return Structure(
+        model, config, standard, active, list(params_r), len(names), base_columns, chosen, robot, list(names), mapping
+    )
 
 
 @dataclass
