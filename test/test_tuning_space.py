@@ -9,7 +9,7 @@ import pytest
 import skelarm
 
 from skelarm_ros.sim.scenario import load_arm
-from skelarm_ros.tuning.objective import HOLD_GROWTH, STOPPED_VALUE, Trace, score, worst
+from skelarm_ros.tuning.objective import HOLD_GROWTH, STOPPED_FLOOR, STOPPED_VALUE, Trace, score, worst
 from skelarm_ros.tuning.space import SKELARM_DEFAULTS, TUNABLE, TuningError, gains_of, search_space, with_gains
 
 SCALE = 0.5  # an arm's damping scale (N*m*s/rad)
@@ -60,7 +60,7 @@ def test_what_cannot_be_tuned_is_refused_in_one_sentence(table, sentence):
     assert sentence in str(refused.value)
 
 
-def _trace(error, *, task_end=1.0, demand=1.0, speed=0.5, dt=0.01, stopped=""):
+def _trace(error, *, task_end=1.0, demand=1.0, speed=0.5, dt=0.01, stopped="", stopped_at=math.inf):
     time = np.arange(len(error)) * dt
     return Trace(
         time,
@@ -69,6 +69,7 @@ def _trace(error, *, task_end=1.0, demand=1.0, speed=0.5, dt=0.01, stopped=""):
         np.full((len(error), 2), speed),
         task_end,
         stopped,
+        stopped_at,
     )
 
 
@@ -106,13 +107,19 @@ def test_the_constraints_name_a_demand_over_the_limit_a_joint_too_fast_and_a_gro
     assert score(_trace(settled), 0.02, *LIMITS).hold == pytest.approx(1.0 - HOLD_GROWTH)
 
 
-def test_an_arm_the_controller_stopped_is_infeasible_and_a_run_cut_short_or_non_finite_scores_worst():
-    stopped = score(_trace(np.full(301, 0.01), stopped="j1 at 4 rad/s over its 3 rad/s limit"), 0.02, *LIMITS)
-    assert stopped.stopped == 1.0 and not stopped.feasible and "stopped +1" in stopped.text()
+def test_an_arm_stopped_is_infeasible_by_the_share_of_its_run_left_and_a_run_cut_short_or_non_finite_scores_worst():
+    """The later a run is stopped, the less infeasible (the search is led towards stable gains), never feasible."""
+    why = "j1 at 4 rad/s over its 3 rad/s limit"
+    stopped = score(_trace(np.full(301, 0.01), stopped=why, stopped_at=1.5), 0.02, *LIMITS)
+    assert stopped.stopped == pytest.approx(0.5) and not stopped.feasible and "stopped +0.5" in stopped.text()
+    later = score(_trace(np.full(301, 0.01), stopped=why, stopped_at=2.4), 0.02, *LIMITS)
+    at_the_end = score(_trace(np.full(301, 0.01), stopped=why, stopped_at=3.0), 0.02, *LIMITS)
+    assert later.stopped == pytest.approx(0.2) and at_the_end.stopped == STOPPED_FLOOR and not at_the_end.feasible
     nan = score(_trace(np.r_[np.full(300, 0.01), math.nan]), 0.02, *LIMITS)
     short = score(_trace(np.full(101, 0.01), stopped="the arm's state became non-finite"), 0.02, *LIMITS)
+    assert nan.stopped == 1.0 and short.stopped == pytest.approx(2.0 / 3.0)  # cut short at 1 s of 3
     for run in (nan, short):
-        assert run.value == STOPPED_VALUE and run.stopped == 1.0 and not run.feasible
+        assert run.value == STOPPED_VALUE and not run.feasible
 
 
 def test_a_run_without_its_hold_is_refused():

@@ -42,7 +42,7 @@ from skelarm_ros.tuning.evaluate import Evaluation, Evaluator, Problem
 from skelarm_ros.tuning.objective import score, trace_of
 from skelarm_ros.tuning.report import TABLE, figure, gains_text, tuning_table
 from skelarm_ros.tuning.space import TuningError
-from skelarm_ros.tuning.study import Search, search
+from skelarm_ros.tuning.study import Search, open_storage, search
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -139,6 +139,8 @@ class _Progress:
 
 def _work(args: argparse.Namespace) -> tool.Done:
     _checked_counts(args)
+    if args.storage:
+        open_storage(args.storage)  # a storage that cannot be opened is said before any trial runs
     scenario = Path(args.scenario)
     params = controller_params({"scenario": str(scenario)})  # hardware:=twin mode:=lockstep, as the graph gives it
     problem = Problem(str(params.scenario), loop_settings(params), args.robust, args.seed)
@@ -160,8 +162,9 @@ def _work(args: argparse.Namespace) -> tool.Done:
         if not args.no_check:
             checked = check_over_ros(evaluator, tables, after)
         tables[TABLE] = tuning_table(
-            before=before, after=after, evaluator=evaluator, trials=outcome.trials, seed=args.seed,
-            workers=args.workers, storage=args.storage, study=name, seconds=outcome.seconds, checked=checked,
+            before=before, after=after, evaluator=evaluator, source=args.scenario, trials=outcome.trials,
+            seed=args.seed, workers=args.workers, storage=args.storage, study=name, seconds=outcome.seconds,
+            checked=checked,
         )  # fmt: skip
         fig = figure(evaluator, runs, f"{scenario.name}: {evaluator.config['controller']['type']} before and after")
         write_atomically(output, lambda path: path.write_text(dump_toml(tables), encoding="utf-8"))

@@ -22,6 +22,7 @@ This module imports neither rclpy nor Optuna.
 from __future__ import annotations
 
 import copy
+import math
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from skelarm.recording import dump_toml
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.control.twin_run import TwinRun, run_twin
+from skelarm_ros.interface import NANOSECONDS
 from skelarm_ros.sim.engine import ArmEngine
 from skelarm_ros.sim.scenario import load_arm, load_scenario
 from skelarm_ros.tuning.objective import MIN_HOLD, Score, error_scale, score, trace_of, worst
@@ -109,11 +111,14 @@ class Run:
         The torque the controller asked for answering each state, shape ``(K, N)``.
     stopped : str
         Why the run ended early or the controller stopped the arm (empty for neither).
+    stopped_at : float
+        When the controller stopped the arm (s from the first state; ``inf`` where it did not).
     """
 
     twin: TwinRun
     demand: NDArray[np.float64]
     stopped: str
+    stopped_at: float = math.inf
 
 
 def damping_scale(arm: ArmSetup) -> float:
@@ -128,17 +133,20 @@ def damping_scale(arm: ArmSetup) -> float:
 
 
 class _Recorded:
-    """A control loop whose answers' demanded torque is kept, one row per state."""
+    """A control loop whose answers' demanded torque is kept, one row per state, and the state it stopped the arm at."""
 
     def __init__(self, loop: ControlLoop) -> None:
         self.loop = loop
         self.demand: list[NDArray[np.float64]] = []
+        self.stopped_ns: int | None = None
 
     def control(
         self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float], stamp_ns: int
     ) -> ControlOutput:
         output = self.loop.control(names, positions, velocities, stamp_ns)
         self.demand.append(output.torque if output.demand is None else output.demand)
+        if self.stopped_ns is None and self.loop.stopped is not None:
+            self.stopped_ns = stamp_ns
         return output
 
 
@@ -244,14 +252,16 @@ class Evaluator:
         recorded = _Recorded(copy.deepcopy(loop))
         twin = run_twin(sample.arm, recorded, self.duration, joint_names=recorded.loop.joint_names)
         stopped = twin.stopped or (recorded.loop.stopped.text if recorded.loop.stopped is not None else "")
-        return Run(twin, np.array(recorded.demand[: len(twin.stamps)]).reshape(len(twin.stamps), -1), stopped)
+        demand = np.array(recorded.demand[: len(twin.stamps)]).reshape(len(twin.stamps), -1)
+        at = math.inf if recorded.stopped_ns is None else (recorded.stopped_ns - int(twin.stamps[0])) / NANOSECONDS
+        return Run(twin, demand, stopped, at)
 
     def score_run(self, run: Run) -> Score:
         """Score one run from the states published and the torque asked for."""
         twin = run.twin
         trace = trace_of(
             self.arm.skeleton, self.target, twin.stamps, twin.position, twin.velocity, run.demand,
-            self.task_duration, run.stopped,
+            self.task_duration, run.stopped, run.stopped_at,
         )  # fmt: skip
         return score(trace, self.scale, self.effort_limit, self.velocity_limit)
 

@@ -25,8 +25,11 @@ The constraints, each satisfied at 0 or below (Optuna's convention):
 - ``hold``: the growth of the error's swing over the hold after the task: the swing of the
   hold's second half over its first half's, less :data:`HOLD_GROWTH`, each swing at least
   :data:`HOLD_FLOOR` of ``s`` (so a settled arm's sensor noise never counts as growth);
-- ``stopped``: 1 when the run ended early (a non-finite state, a state the controller gave no
-  command for) or the controller's divergence guard stopped the arm, else 0.
+- ``stopped``: 0 when the run went to its end with the arm controlled; when it ended early (a
+  non-finite state, a state the controller gave no command for) or the controller's divergence
+  guard stopped the arm, the share of the planned run (the task and :data:`MIN_HOLD`) that was
+  left then, at least :data:`STOPPED_FLOOR`: a candidate that goes unstable later is less
+  infeasible, which leads the search towards the stable ones.
 
 A run that ended early or went non-finite scores :data:`STOPPED_VALUE`. Several runs of one
 candidate (the robust samples: twins and delays) give their worst score and their worst
@@ -55,6 +58,8 @@ HOLD_FLOOR = 0.05
 """A swing below this share of the tolerance is no oscillation (sensor noise, a settled arm)."""
 HOLD_GROWTH = 1.25
 """The hold's second half may swing this many times as wide as its first (a steady limit cycle), not more."""
+STOPPED_FLOOR = 0.01
+"""The ``stopped`` constraint of a run stopped at its very end: above 0, so still infeasible."""
 STOPPED_VALUE = 1e6
 """The score of a run that ended early or went non-finite: worse than any finished run."""
 DEFAULT_SCALE = 0.01
@@ -87,6 +92,9 @@ class Trace:
         When the task's planned time ends (s, from the first state); the rest is the hold.
     stopped : str
         Why the run ended early or the arm was stopped (empty when neither).
+    stopped_at : float
+        When (s, from the first state): the last state of a run that ended early, the state the
+        guard stopped the arm at; ``inf`` for neither.
     """
 
     time: NDArray[np.float64]
@@ -95,6 +103,14 @@ class Trace:
     speed: NDArray[np.float64]
     task_end: float
     stopped: str = ""
+    stopped_at: float = math.inf
+
+    def left_when_stopped(self) -> float:
+        """Return the ``stopped`` constraint: 0, or the share of the planned run left when it stopped."""
+        if not self.stopped:
+            return 0.0
+        planned = self.task_end + MIN_HOLD
+        return max(1.0 - min(self.stopped_at, float(self.time[-1])) / planned, STOPPED_FLOOR)
 
 
 @dataclass(frozen=True)
@@ -188,6 +204,7 @@ def trace_of(  # noqa: PLR0917 - a run's arrays, as a run or a bag gives them
     demand: NDArray[np.float64],
     task_duration: float,
     stopped: str = "",
+    stopped_at: float = math.inf,
 ) -> Trace:
     """Return the trace of a run from its published states and the torque asked for.
 
@@ -207,12 +224,15 @@ def trace_of(  # noqa: PLR0917 - a run's arrays, as a run or a bag gives them
         The task's length (s), counted from the first state.
     stopped : str, optional
         Why the run ended early or the arm was stopped.
+    stopped_at : float, optional
+        When the arm was stopped (s from the first state); a run that ended early ended at its last state.
     """
     stamps = np.asarray(stamps_ns, dtype=np.int64)
     time = (stamps - stamps[0]) / 1e9
     tips = tip_positions(skeleton, np.asarray(position, dtype=np.float64))
     error = np.hypot(tips[:, 0] - target[0], tips[:, 1] - target[1])
-    return Trace(time, error, np.asarray(demand, dtype=np.float64), np.asarray(velocity), task_duration, stopped)
+    arrays = (time, error, np.asarray(demand, dtype=np.float64), np.asarray(velocity))
+    return Trace(*arrays, task_duration, stopped, stopped_at)
 
 
 def score(trace: Trace, scale: float, effort_limit: NDArray[np.float64], velocity_limit: NDArray[np.float64]) -> Score:
@@ -247,7 +267,8 @@ def score(trace: Trace, scale: float, effort_limit: NDArray[np.float64], velocit
     effort = _excess(trace.demand, effort_limit) if finite else math.inf
     speed = _excess(trace.speed, velocity_limit) if finite else math.inf
     if not finite or (trace.stopped and not held):
-        return Score(STOPPED_VALUE, math.inf, math.inf, math.inf, length, effort, speed, math.inf, 1.0)
+        left = trace.left_when_stopped() if trace.stopped else 1.0
+        return Score(STOPPED_VALUE, math.inf, math.inf, math.inf, length, effort, speed, math.inf, left)
     if not held:
         msg = f"the run ends {time[-1] - trace.task_end:.3g} s after the task; score runs with a hold of {MIN_HOLD} s"
         raise ValueError(msg)
@@ -260,7 +281,7 @@ def score(trace: Trace, scale: float, effort_limit: NDArray[np.float64], velocit
     settling = 0.0 if outside.size == 0 else (length if outside[-1] == error.size - 1 else elapsed[outside[-1] + 1])
     value = itae / (scale * length**2 / 2.0) + final / scale + overshoot / scale + float(settling) / length
     hold = _hold_growth(elapsed, error, trace.task_end - float(time[0]), HOLD_FLOOR * scale)
-    return Score(value, itae, final, overshoot, float(settling), effort, speed, hold, 1.0 if trace.stopped else 0.0)
+    return Score(value, itae, final, overshoot, float(settling), effort, speed, hold, trace.left_when_stopped())
 
 
 def _excess(values: NDArray[np.float64], limits: NDArray[np.float64]) -> float:

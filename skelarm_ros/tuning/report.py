@@ -49,6 +49,7 @@ def tuning_table(
     before: Evaluation,
     after: Evaluation,
     evaluator: Evaluator,
+    source: str,
     trials: int,
     seed: int,
     workers: int,
@@ -57,11 +58,11 @@ def tuning_table(
     seconds: float,
     checked: str,
 ) -> dict[str, Any]:
-    """Return the ``[tuning]`` table of a tuned scenario (see the module)."""
+    """Return the ``[tuning]`` table of a tuned scenario (see the module), ``source`` the scenario as named."""
     samples = evaluator.samples
     return {
         "tool": f"skelarm_ros tune {__version__}",
-        "source": str(evaluator.problem.scenario),
+        "source": source,
         "objective": OBJECTIVE,
         "score_before": before.worst.value,
         "score_after": after.worst.value,

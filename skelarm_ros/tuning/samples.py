@@ -17,9 +17,12 @@ several arms behind several drivers and keeps the worst (:func:`skelarm_ros.tuni
   table, or a driver without noise, has fewer twins to offer: the sentence in
   :attr:`Samples.notes` says so;
 - **delays**: each twin behind its driver with every command delay that acts differently,
-  from none to the ``[driver]``'s ``command_delay``: a command acts from the first tick at or
-  after its arrival plus the delay, so the delays that differ are whole ticks (0, 1, ...)
-  and the given one.
+  from none to the ``[driver]``'s ``command_delay`` and one tick more. A command acts from
+  the first tick at or after its arrival plus the delay, so the delays that differ are whole
+  ticks (0, 1, ...) and the given one. The tick more is the arm's: in lockstep a command
+  arrives at the tick of the state it answers, on an arm a little after it, so there the
+  same ``command_delay`` acts one tick later (docs/predict.md); gains that hold only at the
+  lockstep's timing go unstable on the arm.
 
 The first sample is the scenario as it is (its own arm, its driver's delay and seed): the
 run ``hardware:=twin`` makes of it, which the tool checks over ROS.
@@ -93,16 +96,21 @@ class Samples:
 
 
 def delays(driver: DriverSpec | None, dt: float) -> list[float]:
-    """Return the command delays that act differently, from none to the driver's ``command_delay`` (s).
+    """Return the command delays that act differently, from none to the driver's ``command_delay`` and a tick more (s).
 
-    Whole ticks below the driver's delay, then the delay itself: ``[0, 0.004]`` for 4 ms at
-    250 Hz, ``[0, 0.004, 0.006]`` for 6 ms; ``[0]`` without a delay or a driver.
+    Whole ticks below the driver's delay, the delay itself, then the whole ticks a command
+    arriving just after its state waits (the arm's timing, see the module), at 250 Hz:
+    ``[0, 0.004, 0.008]`` for 4 ms, ``[0, 0.004]`` for none, ``[0, 0.004, 0.006]`` for 6 ms
+    (two ticks either way); ``[0]`` without a driver.
     """
-    if driver is None or driver.command_delay <= 0.0:
+    if driver is None:
         return [0.0]
     period = driver.period(dt)
-    ticks = math.ceil(driver.command_delay / period - _TICK_TOLERANCE)
-    return [k * period for k in range(ticks)] + [driver.command_delay]
+    given = driver.command_delay
+    ticks = math.ceil(given / period - _TICK_TOLERANCE)  # the lockstep's: arriving at the tick of its state
+    late = math.floor(given / period + _TICK_TOLERANCE) + 1  # the arm's: arriving just after it
+    lockstep = [k * period for k in range(ticks)] + ([given] if given > 0.0 else [0.0])
+    return lockstep + [k * period for k in range(ticks, late + 1) if k * period > given]
 
 
 def robust_samples(arm: ArmSetup, twins: int, seed: int) -> Samples:
@@ -154,7 +162,7 @@ def robust_samples(arm: ArmSetup, twins: int, seed: int) -> Samples:
 
 
 def _delay_text(delay: float, given: float) -> str:
-    own = " (its [driver])" if delay == given else ""
+    own = " (its [driver])" if delay == given else (" (as on the arm)" if delay > given else "")
     return f"commands {1e3 * delay:g} ms late{own}" if delay > 0.0 else f"commands on time{own}"
 
 

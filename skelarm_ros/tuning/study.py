@@ -27,6 +27,8 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ VIOLATIONS = "constraints"  # the trial's user attribute: its constraints, in ob
 SCORE = "score"  # the worst score's figures
 WORST = "worst_sample"  # the label of the sample it came from
 GAINS = "gains"
+WORKER = "worker"  # the host and process that ran the trial
 CAP = 1e6  # a constraint or value beyond this (or not finite) is stored as this
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 _POLL = 0.5  # s between looks at a shared study
@@ -168,6 +171,7 @@ def _objective(evaluator: Evaluator) -> Callable[[optuna.Trial], float]:
         }
         gains = evaluator.gains(sampled)
         trial.set_user_attr(GAINS, gains)
+        trial.set_user_attr(WORKER, f"{socket.gethostname()}:{os.getpid()}")
         try:
             evaluation = evaluator.evaluate(gains)
         except (Rejected, ValueError) as error:  # a candidate skelarm refuses, or whose controller fails
