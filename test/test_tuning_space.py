@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,15 @@ import skelarm
 
 from skelarm_ros.sim.scenario import load_arm
 from skelarm_ros.tuning.objective import HOLD_GROWTH, STOPPED_FLOOR, STOPPED_VALUE, Trace, score, worst
-from skelarm_ros.tuning.space import SKELARM_DEFAULTS, TUNABLE, TuningError, gains_of, search_space, with_gains
+from skelarm_ros.tuning.space import (
+    SKELARM_DEFAULTS,
+    TUNABLE,
+    TuningError,
+    gains_of,
+    markdown_table,
+    search_space,
+    with_gains,
+)
 
 SCALE = 0.5  # an arm's damping scale (N*m*s/rad)
 # How each tuned key reads back from the controller skelarm builds (an attribute, or one derived from them).
@@ -132,3 +141,8 @@ def test_a_candidate_is_as_good_as_its_worst_run():
     bad = score(_trace(np.full(301, 0.01), speed=2.0), 0.02, *LIMITS)
     both = worst([good, bad])
     assert both.value == bad.value and both.speed == bad.speed and both.effort == max(good.effort, bad.effort)
+
+
+def test_the_docs_table_of_tunable_keys_is_the_declared_one():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "tuning.md").read_text(encoding="utf-8")
+    assert markdown_table() in page, "docs/tuning.md's table differs: paste skelarm_ros.tuning.space.markdown_table()"

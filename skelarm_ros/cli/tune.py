@@ -159,7 +159,13 @@ def _work(args: argparse.Namespace) -> tool.Done:
         checked = "not checked (--no-check)"
         output, plot = Path(args.output), _plot_path(args)
         tables = evaluator.tables(after.gains)
-        if not args.no_check:
+        if not after.worst.feasible:
+            checked = "not checked: no trial kept every constraint (the graph's controller would stop the arm)"
+            outcome.notes.append(
+                f"no gains of the {outcome.trials} trials keep every constraint on every robust sample; the least "
+                "infeasible are written: run more trials (--trials), or fewer robust samples (--robust 1)"
+            )
+        elif not args.no_check:
             checked = check_over_ros(evaluator, tables, after)
         tables[TABLE] = tuning_table(
             before=before, after=after, evaluator=evaluator, source=args.scenario, trials=outcome.trials,

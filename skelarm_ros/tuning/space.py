@@ -222,3 +222,21 @@ def with_gains(controller: Mapping[str, Any], gains: Mapping[str, float | list[f
     table = dict(controller)
     table.update(gains)
     return table
+
+
+def markdown_table() -> str:
+    """Return the table of every tunable controller type's keys and ranges, as docs/tuning.md has it."""
+    ranges = {
+        RELATIVE: "{low:g}-{high:g} times the scenario's",
+        ABSOLUTE: "{low:g}-{high:g}",
+        DAMPING: "0-{high:g} times the damping scale",
+    }
+    rows = ["| `[controller].type` | tunable keys (what; range searched) |", "|---|---|"]
+    for kind, gains in TUNABLE.items():
+        keys = [
+            f"`{gain.key}` ({gain.meaning}; {ranges[gain.kind].format(low=gain.low, high=gain.high)}"
+            + (", log scale)" if gain.log else ")")
+            for gain in gains
+        ]
+        rows.append(f"| `{kind}` | {', '.join(keys)} |")
+    return "\n".join(rows)
