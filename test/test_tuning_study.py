@@ -17,10 +17,11 @@ import pytest
 
 from skelarm_ros.cli import tune
 from skelarm_ros.cli.predict import controller_params, loop_settings
-from skelarm_ros.tuning.evaluate import Problem
+from skelarm_ros.tuning.evaluate import Evaluator, Problem
 from skelarm_ros.tuning.study import GAINS, WORKER, Search, best_of, open_storage, search
 
 SCENARIO = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "light_wrist_reach.toml"
+TUNED = SCENARIO.with_name("light_wrist_reach_tuned.toml")
 TRIALS = 2
 
 
@@ -29,6 +30,15 @@ def short(tmp_path: Path) -> Path:
     """light_wrist_reach with a 0.5 s task."""
     path = tmp_path / "short_reach.toml"
     path.write_text(SCENARIO.read_text(encoding="utf-8").replace("duration = 2.0", "duration = 0.5"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def fast_driver(short: Path, tmp_path: Path) -> Path:
+    """The short reach behind a 500 Hz driver without delay, where its own gains hold (a winner to check)."""
+    path = tmp_path / "fast_driver.toml"
+    text = short.read_text(encoding="utf-8").replace("rate = 250 ", "rate = 500 ")
+    path.write_text(text.replace("command_delay = 0.004 ", "command_delay = 0.0 "), encoding="utf-8")
     return path
 
 
@@ -48,6 +58,22 @@ def test_the_same_seed_gives_the_same_trials_so_the_same_gains(short: Path, tmp_
     assert len({tuple(sorted(params.items())) for params, _ in first}) == TRIALS  # the scenario's gains, then others
 
 
+def test_the_bundled_tuned_scenario_scores_as_its_tuning_table_says() -> None:
+    """light_wrist_reach_tuned is tune's output: its gains and the scenario's own score now as they did then."""
+    tuned = tomllib.loads(TUNED.read_text(encoding="utf-8"))
+    record = tuned["tuning"]
+    params = controller_params({"scenario": str(SCENARIO)})
+    problem = Problem(str(params.scenario), loop_settings(params), twins=record["robust_twins"], seed=record["seed"])
+    with Evaluator(problem) as evaluator:
+        assert evaluator.samples.labels() == record["robust_samples"]
+        before = evaluator.evaluate(evaluator.gains(evaluator.start()))
+        after = evaluator.evaluate({key: tuned["controller"][key] for key in record["gains_before"]})
+    assert before.gains == record["gains_before"]
+    assert before.worst.table() == pytest.approx({k: v for k, v in record["before"].items() if k != "worst_sample"})
+    assert after.worst.table() == pytest.approx({k: v for k, v in record["after"].items() if k != "worst_sample"})
+    assert not before.worst.feasible and after.worst.feasible
+
+
 def _tune(*arguments: object) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "skelarm_ros.cli", "tune", *map(str, arguments)]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -55,13 +81,13 @@ def _tune(*arguments: object) -> subprocess.Popen[str]:
 
 @pytest.mark.slow  # two tools at once, and a lockstep hardware:=twin graph over DDS
 def test_two_processes_on_one_journal_finish_one_study_and_the_winner_is_checked_over_ros(
-    short: Path, tmp_path: Path
+    fast_driver: Path, tmp_path: Path
 ) -> None:
     """As on two machines sharing a file system: each command its own seed, one study; one checks over ROS."""
-    journal, trials = tmp_path / "journal.log", 6
+    journal, trials = tmp_path / "journal.log", 4
     common = ["--storage", journal, "--study", "shared", "--trials", trials, "--robust", 1]
-    first = _tune(short, "-o", tmp_path / "a.toml", "--seed", 1, *common)
-    second = _tune(short, "-o", tmp_path / "b.toml", "--seed", 2, "--no-check", *common)
+    first = _tune(fast_driver, "-o", tmp_path / "a.toml", "--seed", 1, *common)
+    second = _tune(fast_driver, "-o", tmp_path / "b.toml", "--seed", 2, "--no-check", *common)
     try:
         outputs = [process.communicate(timeout=280.0)[0] for process in (first, second)]
     finally:
@@ -83,7 +109,7 @@ def test_two_processes_on_one_journal_finish_one_study_and_the_winner_is_checked
     assert (tmp_path / "a.png").stat().st_size > 10_000
     summary = outputs[0].splitlines()
     assert any(
-        line.startswith("tuned time_varying_stiffness of short_reach.toml on 3 robust samples") for line in summary
+        line.startswith("tuned time_varying_stiffness of fast_driver.toml on 2 robust samples") for line in summary
     )
 
 

@@ -189,9 +189,10 @@ def _work(args: argparse.Namespace) -> tool.Done:
 
 
 def _runs(evaluator: Evaluator, before: Evaluation, after: Evaluation) -> dict[str, list[tuple[str, Run]]]:
-    """Return the runs drawn: before and after, on the twin at its driver's delay and on time."""
-    twin = [sample for sample in evaluator.samples.items[: len(evaluator.samples.delays)]]
-    chosen = [twin[0]] + ([twin[-1]] if len(twin) > 1 else [])
+    """Return the runs drawn: before and after, on the twin at its driver's delay and at the longest sampled."""
+    own, *others = evaluator.samples.items[: len(evaluator.samples.delays)]  # the scenario's twin, its own delay first
+    delay = lambda sample: sample.arm.driver.command_delay if sample.arm.driver is not None else 0.0  # noqa: E731
+    chosen = [own] + ([max(others, key=delay)] if others else [])
     out: dict[str, list[tuple[str, Run]]] = {}
     for name, evaluation in (("before", before), ("after", after)):
         loop = evaluator.loop(evaluation.gains)

@@ -8,7 +8,7 @@ type kept) and a ``[tuning]`` table (skelarm and this package's nodes do not rea
 objective in words, the score before and after with every figure, the gains before, the
 trials, seed, workers, robust samples and the time taken, and what the check over ROS found.
 The picture (:func:`figure`, on the Agg canvas) has the tip's distance to the target over
-time and the tip's path, before and after, on the twin with its driver's delay and on time.
+time and the tip's path, before and after, on the twin with its driver's delay and the longest delay sampled.
 
 This module imports neither rclpy nor Optuna.
 """
