@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import skelarm
 
+from skelarm_ros.sim.driver import DriverSpec
 from skelarm_ros.sim.scenario import load_arm
 from skelarm_ros.tuning.objective import HOLD_GROWTH, STOPPED_FLOOR, STOPPED_VALUE, Trace, score, worst
+from skelarm_ros.tuning.samples import delays
 from skelarm_ros.tuning.space import (
     SKELARM_DEFAULTS,
     TUNABLE,
@@ -146,3 +148,18 @@ def test_a_candidate_is_as_good_as_its_worst_run():
 def test_the_docs_table_of_tunable_keys_is_the_declared_one():
     page = (Path(__file__).resolve().parents[1] / "docs" / "tuning.md").read_text(encoding="utf-8")
     assert markdown_table() in page, "docs/tuning.md's table differs: paste skelarm_ros.tuning.space.markdown_table()"
+
+
+@pytest.mark.parametrize(
+    ("command_delay", "expected"),
+    [
+        (0.004, [0.0, 0.004, 0.008, 0.012]),  # a tick late in lockstep; on the arm two, three when an answer is late
+        (0.006, [0.0, 0.004, 0.006, 0.012]),  # 6 ms acts two ticks after its state in lockstep and on the arm alike
+        (0.0, [0.0, 0.004, 0.008]),
+        (0.001, [0.0, 0.001, 0.008]),
+    ],
+)
+def test_the_robust_delays_are_every_one_that_acts_differently_to_two_ticks_past_the_drivers(command_delay, expected):
+    driver = DriverSpec(num_joints=3, rate=250.0, command_delay=command_delay)
+    assert delays(driver, 0.002) == pytest.approx(expected)
+    assert delays(None, 0.002) == [0.0]

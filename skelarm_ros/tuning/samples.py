@@ -17,12 +17,14 @@ several arms behind several drivers and keeps the worst (:func:`skelarm_ros.tuni
   table, or a driver without noise, has fewer twins to offer: the sentence in
   :attr:`Samples.notes` says so;
 - **delays**: each twin behind its driver with every command delay that acts differently,
-  from none to the ``[driver]``'s ``command_delay`` and one tick more. A command acts from
-  the first tick at or after its arrival plus the delay, so the delays that differ are whole
-  ticks (0, 1, ...) and the given one. The tick more is the arm's: in lockstep a command
-  arrives at the tick of the state it answers, on an arm a little after it, so there the
-  same ``command_delay`` acts one tick later (docs/predict.md); gains that hold only at the
-  lockstep's timing go unstable on the arm.
+  from none to the ``[driver]``'s ``command_delay`` and :data:`LATE_TICKS` ticks more. A
+  command acts from the first tick at or after its arrival plus the delay, so the delays that
+  differ are whole ticks (0, 1, ...) and the given one. The ticks more are the arm's: in
+  lockstep a command arrives at the tick of the state it answers, on an arm a little after
+  it, so there the same ``command_delay`` acts one tick later (docs/predict.md), and two
+  where the answer comes after the next state (a loaded computer, now and then). Gains that
+  hold only at the lockstep's timing went unstable on a stand-in driver, and gains that held
+  one tick later went unstable there on the run whose answers came late (docs/tuning.md).
 
 The first sample is the scenario as it is (its own arm, its driver's delay and seed): the
 run ``hardware:=twin`` makes of it, which the tool checks over ROS.
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from skelarm_ros.sim.driver import DriverSpec
     from skelarm_ros.sim.scenario import ArmSetup
 
+LATE_TICKS = 2
+"""Ticks past the driver's delay a command may act on an arm: arriving after its state, and after the next."""
 _TICK_TOLERANCE = 1e-9  # of a tick: a delay this close above a whole number of ticks is that number
 _DRAWS = 50  # draws of one twin's base parameters before giving up on a consistent set
 _DRIVE = {"fv": "viscous", "fs": "coulomb", "Ia": "armature"}  # FIGAROH's per-joint parameters, by link key
@@ -96,21 +100,22 @@ class Samples:
 
 
 def delays(driver: DriverSpec | None, dt: float) -> list[float]:
-    """Return the command delays that act differently, from none to the driver's ``command_delay`` and a tick more (s).
+    """Return the command delays that act differently, from none to the driver's ``command_delay`` and ticks more (s).
 
     Whole ticks below the driver's delay, the delay itself, then the whole ticks a command
-    arriving just after its state waits (the arm's timing, see the module), at 250 Hz:
-    ``[0, 0.004, 0.008]`` for 4 ms, ``[0, 0.004]`` for none, ``[0, 0.004, 0.006]`` for 6 ms
-    (two ticks either way); ``[0]`` without a driver.
+    arriving after its state, or after the next, waits (the arm's timing, see the module), at
+    250 Hz: ``[0, 0.004, 0.008, 0.012]`` for 4 ms, ``[0, 0.004, 0.008]`` for none,
+    ``[0, 0.004, 0.006, 0.012]`` for 6 ms (6 ms acts two ticks after the state in lockstep, as
+    on the arm); ``[0]`` without a driver.
     """
     if driver is None:
         return [0.0]
     period = driver.period(dt)
     given = driver.command_delay
     ticks = math.ceil(given / period - _TICK_TOLERANCE)  # the lockstep's: arriving at the tick of its state
-    late = math.floor(given / period + _TICK_TOLERANCE) + 1  # the arm's: arriving just after it
+    whole = math.floor(given / period + _TICK_TOLERANCE)  # the arm's: arriving after it (+1), or later
     lockstep = [k * period for k in range(ticks)] + ([given] if given > 0.0 else [0.0])
-    return lockstep + [k * period for k in range(ticks, late + 1) if k * period > given]
+    return lockstep + [k * period for k in range(whole + 1, whole + LATE_TICKS + 1) if k != ticks]
 
 
 def robust_samples(arm: ArmSetup, twins: int, seed: int) -> Samples:
