@@ -121,15 +121,21 @@ class Run:
     stopped_at: float = math.inf
 
 
-def damping_scale(arm: ArmSetup) -> float:
-    """Return the arm's damping scale (N*m*s/rad): its lightest joint's inertia at the initial pose over the tick.
+def damping_scale(arm: ArmSetup, delay: float) -> float:
+    """Return the arm's damping scale (N*m*s/rad): the joint damping its loop holds with commands ``delay`` late.
 
-    The smallest diagonal entry of the mass matrix (with the drive's armature) at the initial
-    pose, over the period of the driver's ticks (:mod:`skelarm_ros.tuning.space`).
+    A joint damping ``D`` on an inertia ``m``, its command acting ``d`` ticks of period ``T``
+    after the state it answers, moves the velocity as ``v[k+1] = v[k] - (D*T/m) v[k-d]``,
+    stable while ``D*T/m < 2 sin(pi / (2 (2d + 1)))``: 2 at the next tick, 1 a tick later,
+    0.62 two ticks later (docs/controller.md, "Loop latency"). ``m`` is the lightest joint's:
+    the smallest diagonal entry of the mass matrix (with the drive's armature) at the initial
+    pose; ``d`` the ticks ``delay`` acts after (:mod:`skelarm_ros.tuning.space`).
     """
     engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, drive=arm.drive)
     period = arm.dt if arm.driver is None else arm.driver.period(arm.dt)
-    return float(np.diag(engine.mass_matrix(arm.skeleton.q)).min()) / period
+    ticks = math.ceil(delay / period - 1e-9)
+    limit = 2.0 * math.sin(math.pi / (2.0 * (2 * ticks + 1)))
+    return float(np.diag(engine.mass_matrix(arm.skeleton.q)).min()) / period * limit
 
 
 class _Recorded:
@@ -187,7 +193,8 @@ class Evaluator:
         if not isinstance(controller, dict):
             msg = f"scenario '{problem.scenario}' has no [controller] table; tune a full scenario"
             raise TuningError(msg)
-        self.dimensions: list[Dimension] = search_space(controller, damping_scale(self.arm))
+        self.samples: Samples = robust_samples(self.arm, problem.twins, problem.seed)
+        self.dimensions: list[Dimension] = search_space(controller, damping_scale(self.arm, max(self.samples.delays)))
         task = load_scenario(problem.scenario).task
         if task.target is None:
             msg = (
@@ -203,7 +210,6 @@ class Evaluator:
         joints = self.arm.num_joints
         self.effort_limit = limits.effort.copy() if limits is not None else np.full(joints, np.inf)
         self.velocity_limit = limits.velocity.copy() if limits is not None else np.full(joints, np.inf)
-        self.samples: Samples = robust_samples(self.arm, problem.twins, problem.seed)
         self._folder = Path(tempfile.mkdtemp(prefix="skelarm-ros-tune-"))
 
     def close(self) -> None:

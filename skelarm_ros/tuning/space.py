@@ -7,11 +7,13 @@ Each controller type that can be tuned declares its tunable keys in :data:`TUNAB
 key of its ``[controller]`` table, the range searched, and how the range is set: relative to
 the scenario's own value (gains: from a tenth to ten times, searched on a log scale, so an
 arm of any size gets a range of its scale), absolute (ratios), or, for a joint damping that a
-scenario often leaves at 0, in shares of the arm's own damping scale (its lightest joint's
-inertia over the driver's period: a damping ``D`` on an inertia ``m`` sampled every ``T`` is
-stable while ``D*T/m < 2`` with each command acting at the next tick, and only below 1 a tick
-later; docs/controller.md, "Loop latency"). A range always holds the scenario's own value, so
-the first trial runs the scenario's gains. A key the
+scenario often leaves at 0, from none to the arm's own damping scale (the joint damping its
+lightest joint holds alone, sampled at the driver's period with the longest command delay
+the tuning samples: a damping ``D`` on an inertia ``m`` sampled every ``T`` is stable while
+``D*T/m < 2`` with each command acting at the next tick, only below 1 a tick later, 0.45
+three ticks later; :func:`skelarm_ros.tuning.evaluate.damping_scale`, docs/controller.md,
+"Loop latency"). A range always holds the scenario's own value, so the first trial runs the
+scenario's gains. A key the
 scenario does not give takes skelarm's default (:data:`SKELARM_DEFAULTS`, checked against
 skelarm's own builders by a test). A gain given per joint (a list) keeps its shape: one
 factor scales the whole list. A type without tunable keys (``mpc``, whose horizon and
@@ -75,7 +77,7 @@ _JOINT_GAINS = (_stiffness("kp", "position gain"), _stiffness("kd", "velocity ga
 _TASK_GAINS = (
     _stiffness("k_task", "task-space stiffness (N/m)"),
     _stiffness("d_task", "task-space damping (N*s/m)"),
-    Gain("c_joint", 0.0, 2.0, DAMPING, log=False, meaning="joint damping (N*m*s/rad)"),
+    Gain("c_joint", 0.0, 1.0, DAMPING, log=False, meaning="joint damping (N*m*s/rad)"),
 )
 TUNABLE: dict[str, tuple[Gain, ...]] = {
     "computed_torque": _JOINT_GAINS,
@@ -160,7 +162,8 @@ def search_space(controller: Mapping[str, Any], damping_scale: float) -> list[Di
     controller : Mapping[str, Any]
         The ``[controller]`` table (``type`` and its keys).
     damping_scale : float
-        The arm's damping scale (N*m*s/rad): its lightest joint's inertia over the driver's period.
+        The arm's damping scale (N*m*s/rad): the joint damping its lightest joint holds with the
+        longest command delay sampled (:func:`skelarm_ros.tuning.evaluate.damping_scale`).
 
     Returns
     -------
