@@ -216,9 +216,11 @@ class Driver:
             self.probe.close()
 
 
-def launch(driver: Driver, path: Path, launcher: tuple[str, ...] = ()) -> Launch:
-    """The controller as ``hardware:=none`` starts it, beside ``driver`` (``skelarm-ros launch`` unless told)."""
+def launch(driver: Driver, path: Path, launcher: tuple[str, ...] = (), *more: str) -> Launch:
+    """The controller as ``hardware:=none`` starts it, beside ``driver`` (``skelarm-ros launch`` unless told; ``more``
+    launch arguments)."""
     arguments = [
+        *more,
         "hardware:=none",
         f"scenario:={path}",
         f"namespace:={driver.namespace}",
