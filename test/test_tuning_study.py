@@ -36,11 +36,12 @@ def short(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fast_driver(short: Path, tmp_path: Path) -> Path:
-    """The short reach behind a 500 Hz driver without delay, where its own gains hold (a winner to check)."""
+def fast_driver(tmp_path: Path) -> Path:
+    """The tuned reach, 0.5 s long, behind a 500 Hz driver without delay: gains that hold (a winner to check)."""
     path = tmp_path / "fast_driver.toml"
-    text = short.read_text(encoding="utf-8").replace("rate = 250 ", "rate = 500 ")
-    path.write_text(text.replace("command_delay = 0.004 ", "command_delay = 0.0 "), encoding="utf-8")
+    text = TUNED.read_text(encoding="utf-8").replace("duration = 2.0", "duration = 0.5")
+    text = text.replace("rate = 250\n", "rate = 500\n").replace("command_delay = 0.004\n", "command_delay = 0.0\n")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -122,7 +123,7 @@ def test_two_processes_on_one_journal_finish_one_study_and_the_winner_is_checked
     assert (tmp_path / "a.png").stat().st_size > 10_000
     summary = outputs[0].splitlines()
     assert any(
-        line.startswith("tuned time_varying_stiffness of fast_driver.toml on 2 robust samples") for line in summary
+        line.startswith("tuned time_varying_stiffness of fast_driver.toml on 3 robust samples") for line in summary
     )
 
 
