@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import procs
@@ -53,6 +54,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a 250 Hz driver and wall-
 rclpy = pytest.importorskip("rclpy")
 from std_srvs.srv import Trigger  # noqa: E402
 from test_launcher_system import Launch  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 DRIVER = Path(__file__).resolve().with_name("standin_driver.py")
 SCENARIO = Path(__file__).resolve().parents[1] / "config" / "scenarios" / "reach_four_dof_robot.toml"
@@ -133,15 +137,24 @@ class DriverLog:
 class Driver:
     """One stand-in driver with a MuJoCo arm in its own namespace, and a probe that can reset it."""
 
-    def __init__(self, folder: Path, path: Path, **parameters: object) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        path: Path,
+        *,
+        arm_joints: Sequence[str] = tuple(ARM_JOINTS),
+        joints: Sequence[str] = tuple(DRIVER_JOINTS),
+        **parameters: object,
+    ) -> None:
         folder.mkdir(exist_ok=True)
         self.folder, self.path, self.namespace = folder, path, folder.name
+        self.arm_joints, self.joints = list(arm_joints), list(joints)  # the arm's order; its effort controller's
         self.commands_log, self.states_log = DriverLog(folder / "commands.txt"), DriverLog(folder / "states.txt")
         arguments = {
             "scenario": str(path),
             "plant": "mujoco",
-            "arm_joints": ARM_JOINTS,
-            "joints": DRIVER_JOINTS,
+            "arm_joints": self.arm_joints,
+            "joints": self.joints,
             "gripper": "gripper",
             "rate": RATE,
             "command_delay": COMMAND_DELAY,
@@ -190,7 +203,7 @@ class Driver:
         """How far the tip of the arm's last state is from the task's target (m)."""
         states = self.states()
         arm = load_arm(self.path)
-        tip = ArmEngine(arm.skeleton, arm.dt).endpoint(states[-1, 2 : 2 + len(ARM_JOINTS)])
+        tip = ArmEngine(arm.skeleton, arm.dt).endpoint(states[-1, 2 : 2 + len(self.arm_joints)])
         return math.dist(tip, load_scenario(self.path).task.target)
 
     def logs(self) -> str:
@@ -203,14 +216,16 @@ class Driver:
             self.probe.close()
 
 
-def launch(driver: Driver, path: Path, launcher: tuple[str, ...] = ()) -> Launch:
-    """The controller as ``hardware:=none`` starts it, beside ``driver`` (``skelarm-ros launch`` unless told)."""
+def launch(driver: Driver, path: Path, launcher: tuple[str, ...] = (), *more: str) -> Launch:
+    """The controller as ``hardware:=none`` starts it, beside ``driver`` (``skelarm-ros launch`` unless told; ``more``
+    launch arguments)."""
     arguments = [
+        *more,
         "hardware:=none",
         f"scenario:={path}",
         f"namespace:={driver.namespace}",
-        f"joint_names:={','.join(ARM_JOINTS)}",
-        f"command_joints:={','.join(DRIVER_JOINTS)}",
+        f"joint_names:={','.join(driver.arm_joints)}",
+        f"command_joints:={','.join(driver.joints)}",
     ]
     return Launch(*arguments, command=launcher) if launcher else Launch(*arguments)
 

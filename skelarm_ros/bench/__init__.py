@@ -37,6 +37,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "skelarm_ros.bench.twin:run",
         "lockstep hardware:=twin (the simulator playing the arm's driver) vs hardware:=sim, graph and in-process",
     ),
+    "tune": (
+        "skelarm_ros.bench.tune:run",
+        "tuning trials/s (a 2 s reach at 2 ms behind a 250 Hz driver) on the project's engine vs MuJoCo from Python",
+    ),
     "hosts": (
         "skelarm_ros.bench.hosts:run",
         "lockstep with simulator and controller on two hosts (network namespaces, veth, UDP) vs one host",

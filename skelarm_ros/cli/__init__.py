@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "start a launch file's nodes, as `ros2 launch skelarm_ros <file>` does",
     ),
     "plot": ("skelarm_ros.cli.plot:main", "draw a recorded run (.sklog.npz) to an image, headless"),
+    "tune": (
+        "skelarm_ros.cli.tune:main",
+        "optimise a scenario's controller gains on its twin behind its driver (Optuna), checked over ROS",
+    ),
 }
 LONG_RUNNING = ("launch",)
 """Commands a signal is the normal way to stop (exit 0 then); the others are one-shot tools."""

@@ -57,11 +57,23 @@ def _value(value: object) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def loop_settings(params: ControllerParams) -> dict[str, Any]:
+    """Return the keyword arguments of :func:`~skelarm_ros.control.loop.build_control_loop` that ``params`` give.
+
+    Every parameter ``build_control_loop`` takes but the scenario, taken from the controller's
+    parameters, so a setting the graph gives the controller reaches the loop (tuning builds
+    each candidate's loop with them).
+    """
+    accepted = [name for name in inspect.signature(build_control_loop).parameters if name != "scenario"]
+    return {name: getattr(params, name) for name in accepted if hasattr(params, name)}
+
+
 def twin_loop(arguments: Mapping[str, str]) -> tuple[ControlLoop, list[str]]:
     """Build the control loop the graph's controller runs for ``arguments`` (over :data:`TWIN`).
 
     Every parameter of :func:`~skelarm_ros.control.loop.build_control_loop` is taken from
-    :func:`controller_params`, so a setting the graph gives the controller reaches the loop.
+    :func:`controller_params` (:func:`loop_settings`), so a setting the graph gives the controller
+    reaches the loop.
 
     Returns
     -------
@@ -69,9 +81,7 @@ def twin_loop(arguments: Mapping[str, str]) -> tuple[ControlLoop, list[str]]:
         The loop, and one sentence per controller plugin that was skipped.
     """
     params = controller_params(arguments)
-    accepted = [name for name in inspect.signature(build_control_loop).parameters if name != "scenario"]
-    settings = {name: getattr(params, name) for name in accepted if hasattr(params, name)}
-    return build_control_loop(params.scenario, **settings)
+    return build_control_loop(params.scenario, **loop_settings(params))
 
 
 def predict(arguments: Mapping[str, str], duration: float) -> TwinRun:

@@ -162,12 +162,17 @@ class ControlOutput:
         The controller's time (seconds) for this state.
     said : list[Say]
         What this state gives to say (a far start, a joint past its limit), for the caller to log.
+    demand : NDArray[np.float64] | None
+        The torque asked for before the effort limits clamped it (N*m, ``joint_names`` order): the
+        controller's through the soft start, or the holding torque; ``torque`` itself where no limit
+        acted; zero for the states after a diverging arm was stopped. ``None`` only where a caller built the output.
     """
 
     torque: NDArray[np.float64]
     channels: dict[str, NDArray[np.float64]]
     t: float
     said: list[Say] = field(default_factory=list)
+    demand: NDArray[np.float64] | None = None
 
 
 class ControlLoop:
@@ -580,7 +585,8 @@ class ControlLoop:
             self._prepared = False
         if self.stopped is not None:  # a live arm diverged: nothing but zero torque from then on
             self._last_stamp = stamp_ns
-            return ControlOutput(np.zeros(self.num_joints), {}, self._t)
+            zero = np.zeros(self.num_joints)
+            return ControlOutput(zero, {}, self._t, demand=zero)
         if self._pending_target is not None:
             self._origin = None
             self._prepared = False
@@ -593,7 +599,8 @@ class ControlLoop:
             said = self._prepare(q, stamp_ns, last)
             if self.live_arm:  # planning took its time: the time line starts at the next state, the arm held here
                 self._last_stamp = stamp_ns
-                return ControlOutput(self._holding_command(q, dq, said), {}, 0.0, said)
+                hold = self._holding.at(q, dq)
+                return ControlOutput(self._holding_command(hold, q, said), {}, 0.0, said, hold)
         t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
@@ -606,39 +613,48 @@ class ControlLoop:
             )
             raise Rejected(msg)
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
-        torque = self._bounded(torque, q, dq, stamp_ns, channels, said)
-        return ControlOutput(torque, channels, t, said)
+        demand = self._demand(torque, q, dq, stamp_ns)
+        torque = self._bounded(demand, q, dq, stamp_ns, channels, said)
+        return ControlOutput(torque, channels, t, said, demand)
 
-    def _holding_command(self, q: NDArray[np.float64], dq: NDArray[np.float64], said: list[Say]) -> NDArray[np.float64]:
-        """Return the command that holds the arm at this state, within the effort and joint limits.
+    def _holding_command(
+        self, hold: NDArray[np.float64], q: NDArray[np.float64], said: list[Say]
+    ) -> NDArray[np.float64]:
+        """Return the command that holds the arm at this state (``hold``), within the effort and joint limits.
 
         A live arm's answer to the state its time line's start was prepared on: every state gets
         an answer (a lockstep simulator waits for one), and the arm is held while the plan is made.
         """
-        torque, _ = clamp_efforts(self._holding.at(q, dq), self.effort_limits)
+        torque, _ = clamp_efforts(hold, self.effort_limits)
         if self._guard is not None:
             torque, limited = self._guard.apply(q, torque)
             said += limited
         return torque
 
+    def _demand(
+        self, torque: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray[np.float64], stamp_ns: int
+    ) -> NDArray[np.float64]:
+        """Return the torque asked for: the controller's, through the soft start over the holding torque."""
+        assert self._ramp_origin is not None  # set when the time line started
+        ramp = ramp_at((stamp_ns - self._ramp_origin) / NANOSECONDS, self.soft_start)
+        if ramp < 1.0:
+            return soft_start(torque, self._holding.at(q, dq), ramp)
+        return torque
+
     def _bounded(  # noqa: PLR0917 - one state's values, handed on
         self,
-        torque: NDArray[np.float64],
+        demand: NDArray[np.float64],
         q: NDArray[np.float64],
         dq: NDArray[np.float64],
         stamp_ns: int,
         channels: Mapping[str, NDArray[np.float64]],
         said: list[Say],
     ) -> NDArray[np.float64]:
-        """Return the command: the soft start over the holding torque, the effort limits, the joint limits, the guard.
+        """Return the command for the torque asked for: the effort limits, the joint limits, the guard.
 
         Appends what the limits and the guard say to ``said``.
         """
-        assert self._ramp_origin is not None  # set when the time line started
-        ramp = ramp_at((stamp_ns - self._ramp_origin) / NANOSECONDS, self.soft_start)
-        if ramp < 1.0:
-            torque = soft_start(torque, self._holding.at(q, dq), ramp)
-        torque, saturated = clamp_efforts(torque, self.effort_limits)
+        torque, saturated = clamp_efforts(demand, self.effort_limits)
         if self._guard is not None:
             torque, limited = self._guard.apply(q, torque)
             said += limited

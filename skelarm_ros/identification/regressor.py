@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +143,11 @@ class Structure:
         What real arms have that is in the model (of :data:`MODEL_TERMS`).
     offsets : tuple[int, ...]
         The joints (0-based) whose torque offset is in the model (none without ``offset`` in ``terms``).
+    base_names : list[str]
+        FIGAROH's expression of each base parameter in the standard ones, as the random states
+        give them (a fit's are the same where its data picks the same base columns).
+    mapping : NDArray[np.float64]
+        ``M`` with ``phi = M theta_r`` for those, shape ``(rank, len(params_r))``.
     """
 
     model: pin.Model
@@ -155,6 +160,8 @@ class Structure:
     terms: tuple[str, ...]
     offsets: tuple[int, ...] = ()
     _robot: Any = None
+    base_names: list[str] = field(default_factory=list)
+    mapping: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def friction(self) -> bool:
@@ -264,8 +271,20 @@ def structure(
     reduced = fig.build_regressor_reduced(matrix, eliminated)
     _, _, names, _ = decomposer.double_decomposition(np.zeros(reduced.shape[0]), reduced, list(params_r))
     base_columns = list(decomposer.get_base_indices() or [])
+    mapping = np.asarray(decomposer.get_M(), dtype=np.float64)
     return Structure(
-        model, config, standard, active, list(params_r), len(names), base_columns, chosen, offset_joints, robot
+        model,
+        config,
+        standard,
+        active,
+        list(params_r),
+        len(names),
+        base_columns,
+        chosen,
+        offset_joints,
+        robot,
+        list(names),
+        mapping,
     )
 
 
