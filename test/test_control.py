@@ -25,8 +25,9 @@ from skelarm.mpc import JointSpaceMPC
 
 from skelarm_ros import control
 from skelarm_ros.control import loop as loop_module
-from skelarm_ros.control import plugins, skelarm_internals, twins
+from skelarm_ros.control import plugins, restarts, settings, skelarm_internals, twins
 from skelarm_ros.control.loop import ControlLoop, build_control_loop, channel_columns, command_order
+from skelarm_ros.control.restarts import Replan, Restart
 from skelarm_ros.control.twins import (
     FastComputedTorque,
     FastInverseDynamicsPD,
@@ -204,7 +205,7 @@ def test_no_other_control_module_names_skelarms_private_state():
     for internals in skelarm_internals.EXPECTED.values():
         private |= {name for name in internals.attributes | set(internals.methods) if name.startswith("_")}
     overridden = {"_predict", "_rollout_cost"}  # the MPC twin's way in, listed in EXPECTED too
-    for module in (loop_module, plugins, twins, control):
+    for module in (loop_module, plugins, restarts, settings, twins, control):
         text = Path(module.__file__).read_text(encoding="utf-8")
         named = {name for name in private - overridden if re.search(rf"\b{name}\b", text)}
         assert not named, f"{module.__name__} names skelarm's private {sorted(named)}; go through skelarm_internals"
@@ -262,7 +263,7 @@ def test_a_skelarm_with_other_internals_keeps_its_own_model_with_a_warning(arm_s
 
 
 def test_the_package_re_exports_the_owning_modules_names():
-    owners = (loop_module, plugins, twins)
+    owners = (loop_module, plugins, restarts, settings, twins)
     for name in control.__all__:
         owner = next(module for module in owners if hasattr(module, name))
         assert getattr(control, name) is getattr(owner, name), name
@@ -376,6 +377,62 @@ def test_time_reversal_reset_restarts_the_time_line():
     assert loop.restarts == 1
     assert again[0][0] == 0.0
     np.testing.assert_allclose([row[3] for row in again], [row[3] for row in first], rtol=0.0, atol=1e-12)
+
+
+def test_restarts_due_at_one_state_add_up_as_the_table_says():
+    assert set(restarts.RESTARTS) == set(Restart)
+    first = restarts.combined([Restart.FIRST])
+    assert (first.replan, first.ramp, first.far_start, first.counts) == (Replan.MOVED, True, True, False)
+    both = restarts.combined([Restart.NEW_TARGET, Restart.TIME_REVERSAL])
+    assert (both.replan, both.ramp, both.far_start, both.counts) == (Replan.TARGET, True, False, True)
+    assert restarts.combined([Restart.FIRST, Restart.NEW_TARGET]).counts is False  # a target before the first state
+    with pytest.raises(ValueError, match="no restart is due"):
+        restarts.combined([])
+
+
+def test_each_output_names_the_restarts_it_prepared():
+    loop, _ = build_control_loop("reach")
+    state = (["j1", "j2"], [0.1, 0.2], [0.0, 0.0])
+    assert loop.control(*state, 1_000_000).restart == {Restart.FIRST}
+    assert loop.control(*state, 3_000_000).restart == frozenset()
+    assert loop.set_target("", 0.3, 0.2)
+    loop.hold()
+    assert loop.control(*state, 2_000_000).restart == {Restart.HOLD, Restart.TIME_REVERSAL, Restart.NEW_TARGET}
+    np.testing.assert_array_equal(loop.followed_target(), [0.3, 0.2])
+    assert loop.restarts == 1
+
+
+def test_settings_are_one_record_checked_where_it_is_made():
+    made = settings.ControlSettings.of(settings.ControlSettings(), soft_start=0.5, joint_names=["a", "b"])
+    assert (made.soft_start, made.joint_names) == (0.5, ("a", "b"))
+    with pytest.raises(TypeError, match="'soft_stat' is not a setting of the control loop; its settings are"):
+        settings.ControlSettings.of(made, soft_stat=1.0)
+    with pytest.raises(TypeError, match="object has no 'joint_names', a setting of the control loop"):
+        settings.ControlSettings.of(object())
+    with pytest.raises(ValueError, match="plan_from 'here' is not one of"):
+        settings.ControlSettings(plan_from="here")
+    with pytest.raises(ValueError, match="soft_start"):
+        build_control_loop("reach", soft_start=-1.0)
+
+
+def test_a_running_loop_takes_only_the_live_settings():
+    loop, _ = build_control_loop("reach")
+    loop.tune(settings.ControlSettings.of(loop.settings, soft_start=0.3, effort_limits=[1.0, 2.0]))
+    assert loop.soft_start == 0.3
+    np.testing.assert_array_equal(loop.effort_limits, [1.0, 2.0])
+    with pytest.raises(ValueError, match="plan_from cannot change on a running control loop; only effort_limits"):
+        loop.tune(settings.ControlSettings.of(loop.settings, plan_from="scenario"))
+    assert loop.settings.soft_start == 0.3
+
+
+def test_building_a_loop_reads_the_scenario_once(monkeypatch):
+    import tomllib
+
+    reads = []
+    load = tomllib.load
+    monkeypatch.setattr(tomllib, "load", lambda stream: reads.append(stream.name) or load(stream))
+    build_control_loop("reach")
+    assert reads == [str(resolve_scenario("reach"))]
 
 
 def test_time_reversal_reject_rejects_earlier_states():
