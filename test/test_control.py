@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skelarm
-import skelarm.scenario
 from conftest import full_scenarios, reference_run
 from skelarm.control import (
     ComputedTorque,
@@ -94,11 +93,13 @@ def test_fast_mpc_prediction_and_cost_equal_skelarm(arm_scenario):
     n = skeleton.num_joints
     for _ in range(20):
         q, dq, tau = rng.uniform(-2.0, 2.0, n), rng.uniform(-3.0, 3.0, n), rng.uniform(-5.0, 5.0, n)
-        np.testing.assert_allclose(fast._predict(q, dq, tau), slow._predict(q, dq, tau), rtol=0.0, atol=1e-10)
+        predicted = skelarm_internals.mpc_predict(fast, q, dq, tau)
+        np.testing.assert_allclose(predicted, skelarm_internals.mpc_predict(slow, q, dq, tau), rtol=0.0, atol=1e-10)
         plan = rng.uniform(-5.0, 5.0, 3 * n)
         q_ref, dq_ref = rng.uniform(-1.0, 1.0, (4, n)), rng.uniform(-1.0, 1.0, (4, n))
-        expected = slow._rollout_cost(plan, q, dq, q_ref, dq_ref)
-        assert fast._rollout_cost(plan, q, dq, q_ref, dq_ref) == pytest.approx(expected, rel=1e-10, abs=1e-10)
+        expected = skelarm_internals.mpc_rollout_cost(slow, plan, q, dq, q_ref, dq_ref)
+        cost = skelarm_internals.mpc_rollout_cost(fast, plan, q, dq, q_ref, dq_ref)
+        assert cost == pytest.approx(expected, rel=1e-10, abs=1e-10)
 
 
 @pytest.mark.parametrize("path", full_scenarios(), ids=lambda path: path.stem)
@@ -594,16 +595,22 @@ class _FakeEntryPoint:
 
 @pytest.fixture
 def plugin_registry(monkeypatch):
-    monkeypatch.setattr(skelarm.scenario, "_BUILDERS", dict(skelarm.scenario._BUILDERS))
-    monkeypatch.setattr(plugins, "_PLUGIN_NAMES", set())
-
     def install(*entries):
         def fake_entry_points(*, group):
             return list(entries) if group == plugins.PLUGIN_GROUP else []
 
         monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
 
-    return install
+    with plugins.registry_restored():
+        yield install
+
+
+def test_the_registry_is_as_it_was_after_a_block_that_registered_types():
+    before = skelarm.controller_types()
+    with plugins.registry_restored():
+        skelarm.register_controller("held_for_a_while", lambda params, skeleton, task: _Hold(0.0))
+        assert "held_for_a_while" in skelarm.controller_types()
+    assert skelarm.controller_types() == before
 
 
 def test_plugin_controller_is_registered_and_built(tmp_path, plugin_registry):

@@ -17,6 +17,7 @@ import skelarm
 from bagwriter import arm_run, write_bag
 
 from skelarm_ros.cli.graph import HARDWARE_SOFT_START, describe
+from skelarm_ros.control import skelarm_internals
 from skelarm_ros.control.loop import ControlLoop, build_control_loop
 from skelarm_ros.control.safety import (
     FAR_START,
@@ -475,7 +476,8 @@ def test_mpc_predicts_with_the_drive_s_friction(tmp_path):
     q, dq, tau = arm.skeleton.q, np.array([0.5, 0.0, -0.5, 0.2]), np.ones(4)
     engine = ArmEngine(arm.skeleton, arm.dt, drive=arm.drive)
     friction = arm.drive.viscous * dq + arm.drive.coulomb * np.sign(dq)
-    np.testing.assert_allclose(loop.controller._predict(q, dq, tau), engine.forward_dynamics(q, dq, tau - friction))
+    predicted = skelarm_internals.mpc_predict(loop.controller, q, dq, tau)
+    np.testing.assert_allclose(predicted, engine.forward_dynamics(q, dq, tau - friction))
 
 
 # -- the graph ---------------------------------------------------------------------------------------------
