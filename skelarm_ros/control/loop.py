@@ -257,7 +257,7 @@ class ControlLoop:
         # The time line: the restarts due at the next state (RESTARTS), and once started, where it started.
         self._due: set[Restart] = {Restart.FIRST}
         self._origin: int | None = None  # stamp (ns) of the time line's first state; None until it starts
-        self._ramps = True  # whether the prepared restart ramps the soft start in again (RESTARTS)
+        self._ramps = False  # whether the time line about to start ramps the soft start in again (RESTARTS)
         self._ramp_from = 0  # stamp (ns) the soft start counts from: the start of the last time line that ramped
         self._last_stamp: int | None = None
         self._t = 0.0
@@ -485,7 +485,7 @@ class ControlLoop:
         effects = combined(kinds)
         if effects.counts:
             self.restarts += 1
-        self._ramps = effects.ramp
+        self._ramps = self._ramps or effects.ramp  # a restart prepared again before it started still ramps
         replan = effects.replan
         if replan == Replan.TARGET:
             assert self._pending_target is not None  # the target made the restart due
@@ -509,7 +509,7 @@ class ControlLoop:
     def _start(self, stamp_ns: int) -> float:
         """Start the time line at this state: the controller reset here, the soft start from here if it ramps; 0."""
         if self._ramps:
-            self._ramp_from = stamp_ns
+            self._ramp_from, self._ramps = stamp_ns, False
         self.controller.reset(self.skeleton)
         self._origin = stamp_ns
         if self._divergence is not None:
