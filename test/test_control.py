@@ -404,6 +404,9 @@ def test_each_output_names_the_restarts_it_prepared():
 
 
 def test_settings_are_one_record_checked_where_it_is_made():
+    from skelarm_ros.nodes.params.controller import ControllerParams
+
+    assert settings.ControlSettings.of(ControllerParams()) == settings.ControlSettings()  # every setting a parameter
     made = settings.ControlSettings.of(settings.ControlSettings(), soft_start=0.5, joint_names=["a", "b"])
     assert (made.soft_start, made.joint_names) == (0.5, ("a", "b"))
     with pytest.raises(TypeError, match="'soft_stat' is not a setting of the control loop; its settings are"):
