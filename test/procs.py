@@ -11,11 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from waiting import spin_for, spin_until, spin_wait
+from waiting import Spinning
 
 NS = 1_000_000_000
 START_TIMEOUT = 60.0  # wall seconds for processes to come up and find each other on a loaded machine
@@ -136,7 +136,7 @@ def stamp_ns(message: Any) -> int:
     return message.header.stamp.sec * NS + message.header.stamp.nanosec
 
 
-class Probe:
+class Probe(Spinning):
     """An in-test node over real DDS in a private context, spun in bounded loops.
 
     Parameters
@@ -154,7 +154,7 @@ class Probe:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(name, namespace=namespace, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
+        super().__init__(SingleThreadedExecutor(context=self.context))
         self.executor.add_node(self.node)
         self.subscriptions: list[Any] = []
 
@@ -165,18 +165,6 @@ class Probe:
             self.node.create_subscription(message_type, topic, messages.append, keep_all() if qos is None else qos)
         )
         return messages
-
-    def spin_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
-        """Spin until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds."""
-        spin_until(self.executor, condition, timeout, what)
-
-    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
-        """Spin until ``condition()`` holds or ``timeout`` seconds pass; return whether it held."""
-        return spin_wait(self.executor, condition, timeout)
-
-    def spin_for(self, seconds: float) -> None:
-        """Spin for a while (taking what is in flight), not waiting for anything in particular."""
-        spin_for(self.executor, seconds)
 
     def call(self, client: Any, request: Any, timeout: float = 10.0) -> Any:
         """Call a service and return its answer."""

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skelarm
-import skelarm.scenario
 from conftest import full_scenarios, reference_run
 from skelarm.control import (
     ComputedTorque,
@@ -25,8 +24,9 @@ from skelarm.mpc import JointSpaceMPC
 
 from skelarm_ros import control
 from skelarm_ros.control import loop as loop_module
-from skelarm_ros.control import plugins, skelarm_internals, twins
+from skelarm_ros.control import plugins, restarts, settings, skelarm_internals, twins
 from skelarm_ros.control.loop import ControlLoop, build_control_loop, channel_columns, command_order
+from skelarm_ros.control.restarts import Replan, Restart
 from skelarm_ros.control.twins import (
     FastComputedTorque,
     FastInverseDynamicsPD,
@@ -93,11 +93,13 @@ def test_fast_mpc_prediction_and_cost_equal_skelarm(arm_scenario):
     n = skeleton.num_joints
     for _ in range(20):
         q, dq, tau = rng.uniform(-2.0, 2.0, n), rng.uniform(-3.0, 3.0, n), rng.uniform(-5.0, 5.0, n)
-        np.testing.assert_allclose(fast._predict(q, dq, tau), slow._predict(q, dq, tau), rtol=0.0, atol=1e-10)
+        predicted = skelarm_internals.mpc_predict(fast, q, dq, tau)
+        np.testing.assert_allclose(predicted, skelarm_internals.mpc_predict(slow, q, dq, tau), rtol=0.0, atol=1e-10)
         plan = rng.uniform(-5.0, 5.0, 3 * n)
         q_ref, dq_ref = rng.uniform(-1.0, 1.0, (4, n)), rng.uniform(-1.0, 1.0, (4, n))
-        expected = slow._rollout_cost(plan, q, dq, q_ref, dq_ref)
-        assert fast._rollout_cost(plan, q, dq, q_ref, dq_ref) == pytest.approx(expected, rel=1e-10, abs=1e-10)
+        expected = skelarm_internals.mpc_rollout_cost(slow, plan, q, dq, q_ref, dq_ref)
+        cost = skelarm_internals.mpc_rollout_cost(fast, plan, q, dq, q_ref, dq_ref)
+        assert cost == pytest.approx(expected, rel=1e-10, abs=1e-10)
 
 
 @pytest.mark.parametrize("path", full_scenarios(), ids=lambda path: path.stem)
@@ -204,7 +206,7 @@ def test_no_other_control_module_names_skelarms_private_state():
     for internals in skelarm_internals.EXPECTED.values():
         private |= {name for name in internals.attributes | set(internals.methods) if name.startswith("_")}
     overridden = {"_predict", "_rollout_cost"}  # the MPC twin's way in, listed in EXPECTED too
-    for module in (loop_module, plugins, twins, control):
+    for module in (loop_module, plugins, restarts, settings, twins, control):
         text = Path(module.__file__).read_text(encoding="utf-8")
         named = {name for name in private - overridden if re.search(rf"\b{name}\b", text)}
         assert not named, f"{module.__name__} names skelarm's private {sorted(named)}; go through skelarm_internals"
@@ -262,7 +264,7 @@ def test_a_skelarm_with_other_internals_keeps_its_own_model_with_a_warning(arm_s
 
 
 def test_the_package_re_exports_the_owning_modules_names():
-    owners = (loop_module, plugins, twins)
+    owners = (loop_module, plugins, restarts, settings, twins)
     for name in control.__all__:
         owner = next(module for module in owners if hasattr(module, name))
         assert getattr(control, name) is getattr(owner, name), name
@@ -376,6 +378,65 @@ def test_time_reversal_reset_restarts_the_time_line():
     assert loop.restarts == 1
     assert again[0][0] == 0.0
     np.testing.assert_allclose([row[3] for row in again], [row[3] for row in first], rtol=0.0, atol=1e-12)
+
+
+def test_restarts_due_at_one_state_add_up_as_the_table_says():
+    assert set(restarts.RESTARTS) == set(Restart)
+    first = restarts.combined([Restart.FIRST])
+    assert (first.replan, first.ramp, first.far_start, first.counts) == (Replan.MOVED, True, True, False)
+    both = restarts.combined([Restart.NEW_TARGET, Restart.TIME_REVERSAL])
+    assert (both.replan, both.ramp, both.far_start, both.counts) == (Replan.TARGET, True, False, True)
+    assert restarts.combined([Restart.FIRST, Restart.NEW_TARGET]).counts is False  # a target before the first state
+    with pytest.raises(ValueError, match="no restart is due"):
+        restarts.combined([])
+
+
+def test_each_output_names_the_restarts_it_prepared():
+    loop, _ = build_control_loop("reach")
+    state = (["j1", "j2"], [0.1, 0.2], [0.0, 0.0])
+    assert loop.control(*state, 1_000_000).restart == {Restart.FIRST}
+    assert loop.control(*state, 3_000_000).restart == frozenset()
+    assert loop.set_target("", 0.3, 0.2)
+    loop.hold()
+    assert loop.control(*state, 2_000_000).restart == {Restart.HOLD, Restart.TIME_REVERSAL, Restart.NEW_TARGET}
+    np.testing.assert_array_equal(loop.followed_target(), [0.3, 0.2])
+    assert loop.restarts == 1
+
+
+def test_settings_are_one_record_checked_where_it_is_made():
+    from skelarm_ros.nodes.params.controller import ControllerParams
+
+    assert settings.ControlSettings.of(ControllerParams()) == settings.ControlSettings()  # every setting a parameter
+    made = settings.ControlSettings.of(settings.ControlSettings(), soft_start=0.5, joint_names=["a", "b"])
+    assert (made.soft_start, made.joint_names) == (0.5, ("a", "b"))
+    with pytest.raises(TypeError, match="'soft_stat' is not a setting of the control loop; its settings are"):
+        settings.ControlSettings.of(made, soft_stat=1.0)
+    with pytest.raises(TypeError, match="object has no 'joint_names', a setting of the control loop"):
+        settings.ControlSettings.of(object())
+    with pytest.raises(ValueError, match="plan_from 'here' is not one of"):
+        settings.ControlSettings(plan_from="here")
+    with pytest.raises(ValueError, match="soft_start"):
+        build_control_loop("reach", soft_start=-1.0)
+
+
+def test_a_running_loop_takes_only_the_live_settings():
+    loop, _ = build_control_loop("reach")
+    loop.tune(settings.ControlSettings.of(loop.settings, soft_start=0.3, effort_limits=[1.0, 2.0]))
+    assert loop.soft_start == 0.3
+    np.testing.assert_array_equal(loop.effort_limits, [1.0, 2.0])
+    with pytest.raises(ValueError, match="plan_from cannot change on a running control loop; only effort_limits"):
+        loop.tune(settings.ControlSettings.of(loop.settings, plan_from="scenario"))
+    assert loop.settings.soft_start == 0.3
+
+
+def test_building_a_loop_reads_the_scenario_once(monkeypatch):
+    import tomllib
+
+    reads = []
+    load = tomllib.load
+    monkeypatch.setattr(tomllib, "load", lambda stream: reads.append(stream.name) or load(stream))
+    build_control_loop("reach")
+    assert reads == [str(resolve_scenario("reach"))]
 
 
 def test_time_reversal_reject_rejects_earlier_states():
@@ -537,16 +598,22 @@ class _FakeEntryPoint:
 
 @pytest.fixture
 def plugin_registry(monkeypatch):
-    monkeypatch.setattr(skelarm.scenario, "_BUILDERS", dict(skelarm.scenario._BUILDERS))
-    monkeypatch.setattr(plugins, "_PLUGIN_NAMES", set())
-
     def install(*entries):
         def fake_entry_points(*, group):
             return list(entries) if group == plugins.PLUGIN_GROUP else []
 
         monkeypatch.setattr(importlib.metadata, "entry_points", fake_entry_points)
 
-    return install
+    with plugins.registry_restored():
+        yield install
+
+
+def test_the_registry_is_as_it_was_after_a_block_that_registered_types():
+    before = skelarm.controller_types()
+    with plugins.registry_restored():
+        skelarm.register_controller("held_for_a_while", lambda params, skeleton, task: _Hold(0.0))
+        assert "held_for_a_while" in skelarm.controller_types()
+    assert skelarm.controller_types() == before
 
 
 def test_plugin_controller_is_registered_and_built(tmp_path, plugin_registry):

@@ -73,8 +73,7 @@ def replay_run(
         node.create_subscription(WrenchStamped, "tip_wrench", heard.add_wrench, KEEP_ALL),
     ]
 
-    def spin_until(condition, timeout: float, what: str) -> None:
-        waiting.spin_until(executor, condition, timeout, what, details=lambda: f"logs:\n{procs.logs(tmp_path)}")
+    spin_until = waiting.Spinning(executor, details=lambda: f"logs:\n{procs.logs(tmp_path)}").spin_until
 
     names = ("composed", "force_replay") if composed else ("simulator", "controller", "force_replay")
     processes: list[subprocess.Popen] = []

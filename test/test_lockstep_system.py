@@ -36,43 +36,57 @@ def _seconds(msg) -> float:
     return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
 
-@pytest.mark.parametrize("path", full_scenarios(), ids=lambda path: path.stem)
-def test_lockstep_run_equals_the_offline_run(path, shared_scenarios, probe, tmp_path):
-    if path.stem in SHORTENED:
-        # The offline run cut at the same simulated time: its frames are the full run's first frames.
-        duration = SHORTENED[path.stem]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reference = skelarm.run_scenario(skelarm.load_scenario(path), duration=duration)
-    else:
-        reference = reference_run(path)
-        duration = float(reference.times[-1])
-    frames = len(reference.times)
+def _offline(scenario, duration: float) -> skelarm.StateLog:
+    """The offline skelarm run of ``scenario`` cut at ``duration`` simulated seconds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return skelarm.run_scenario(skelarm.load_scenario(scenario), duration=duration)
+
+
+def _lockstep_states(probe, tmp_path, scenario, duration: float, frames: int, frame_time: float = 0.05, **controller):
+    """Run the simulator in lockstep for ``duration`` and the controller as two processes; return the first states.
+
+    ``frame_time`` is the wall seconds one frame may take at most; ``controller`` are the
+    controller's parameters besides the ones the launch gives it in lockstep.
+    """
     states = probe.record(JointState, "joint_states")
     processes = []
     try:
         simulator = procs.start_node(
             "simulator",
             tmp_path / "simulator.log",
-            {"scenario": path, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
+            {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
         )
         processes.append(simulator)
         probe.spin_until(lambda: probe.node.count_publishers("joint_states") > 0, START_TIMEOUT, "the simulator")
-        controller = procs.start_node(
-            "controller",
-            tmp_path / "controller.log",
-            # As the launch runs it in lockstep: a stall of the simulator is no stale arm.
-            {"scenario": path, "command_interface": "joint_commands", "state_timeout": 0.0},
+        processes.append(
+            procs.start_node(
+                "controller",
+                tmp_path / "controller.log",
+                # As the launch runs it in lockstep: a stall of the simulator is no stale arm.
+                {"scenario": scenario, "command_interface": "joint_commands", "state_timeout": 0.0, **controller},
+            )
         )
-        processes.append(controller)
-        timeout = START_TIMEOUT + frames * 0.05
+        timeout = START_TIMEOUT + frames * frame_time
         probe.spin_until(lambda: len(states) >= frames or simulator.poll() is not None, timeout, "the run")
         probe.spin_until(lambda: len(states) >= frames, 10.0, f"{frames} states")
         assert simulator.wait(timeout=30.0) == 0, (tmp_path / "simulator.log").read_text()
     finally:
         codes = [procs.end(process) for process in processes]
-    assert codes == [0, 0], [(tmp_path / f"{name}.log").read_text() for name in ("simulator", "controller")]
-    states = states[:frames]
+    assert codes == [0, 0], procs.logs(tmp_path)
+    return states[:frames]
+
+
+@pytest.mark.parametrize("path", full_scenarios(), ids=lambda path: path.stem)
+def test_lockstep_run_equals_the_offline_run(path, shared_scenarios, probe, tmp_path):
+    if path.stem in SHORTENED:
+        # The offline run cut at the same simulated time: its frames are the full run's first frames.
+        duration = SHORTENED[path.stem]
+        reference = _offline(path, duration)
+    else:
+        reference = reference_run(path)
+        duration = float(reference.times[-1])
+    states = _lockstep_states(probe, tmp_path, path, duration, len(reference.times))
     np.testing.assert_allclose([_seconds(msg) for msg in states], reference.times, rtol=0.0, atol=1e-9)
     q = np.array([list(msg.position) for msg in states])
     dq = np.array([list(msg.velocity) for msg in states])
@@ -92,38 +106,10 @@ def test_an_mpc_lockstep_run_stays_within_its_stated_distance_of_the_offline_run
     scenario.write_text(
         reach.replace("dt = 0.002", "dt = 0.01") + '[controller]\ntype = "mpc"\nhorizon = 3\nmax_iter = 5\n'
     )
-    duration = 0.3
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reference = skelarm.run_scenario(skelarm.load_scenario(scenario), duration=duration)
+    reference = _offline(scenario, 0.3)
     frames = len(reference.times)
-    states = probe.record(JointState, "joint_states")
-    processes = []
-    try:
-        simulator = procs.start_node(
-            "simulator",
-            tmp_path / "simulator.log",
-            {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
-        )
-        processes.append(simulator)
-        probe.spin_until(lambda: probe.node.count_publishers("joint_states") > 0, START_TIMEOUT, "the simulator")
-        processes.append(
-            procs.start_node(
-                "controller",
-                tmp_path / "controller.log",
-                {
-                    "scenario": scenario,
-                    "command_interface": "joint_commands",
-                    "reliable_states": True,
-                    "state_timeout": 0.0,
-                },
-            )
-        )
-        probe.spin_until(lambda: len(states) >= frames, START_TIMEOUT + 60.0, f"{frames} states")
-    finally:
-        codes = [procs.end(process) for process in processes]
-    assert codes == [0, 0], procs.logs(tmp_path)
-    q = np.array([list(msg.position) for msg in states[:frames]])
+    states = _lockstep_states(probe, tmp_path, scenario, 0.3, frames, frame_time=60.0 / frames, reliable_states=True)
+    q = np.array([list(msg.position) for msg in states])
     assert np.abs(q - reference.channel("q")).max() <= MPC_TOLERANCE
 
 

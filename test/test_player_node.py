@@ -15,7 +15,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from waiting import spin_until
+from waiting import Spinning
 
 from skelarm_ros.bags.replay import PlayError, PlayOptions, ReaderWait
 from skelarm_ros.nodes.player import PlayerNode, PlayerSettings, parse_arguments, split_arguments
@@ -28,7 +28,7 @@ LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability
 DEADLINE = 20.0  # s for in-process discovery and delivery on a loaded machine
 
 
-class Rig:
+class Rig(Spinning):
     """A player and a probe node in one private context, spun by one executor."""
 
     def __init__(self, context: rclpy.Context, path, *, readers: int | ReaderWait = 1, **options) -> None:
@@ -37,7 +37,7 @@ class Rig:
         settings = PlayerSettings(str(path), PlayOptions(**options), wait, progress_hz=0.0)
         self.player = PlayerNode(settings, out=self.out, autostart=False, context=context)
         self.probe = rclpy.create_node("probe", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
+        super().__init__(SingleThreadedExecutor(context=context), period=0.02)
         self.executor.add_node(self.player)
         self.executor.add_node(self.probe)
 
@@ -46,14 +46,11 @@ class Rig:
         self.probe.create_subscription(kind, topic, got.append, qos, raw=True)
         return got
 
-    def spin_until(self, condition, what: str, timeout: float = DEADLINE) -> None:
-        spin_until(self.executor, condition, timeout, what, period=0.02)
-
     def call(self, name: str) -> Trigger.Response:
         client = self.probe.create_client(Trigger, f"/player/{name}")
-        self.spin_until(client.service_is_ready, f"service {name}")
+        self.spin_until(client.service_is_ready, DEADLINE, f"service {name}")
         future = client.call_async(Trigger.Request())
-        self.spin_until(future.done, f"the answer of {name}")
+        self.spin_until(future.done, DEADLINE, f"the answer of {name}")
         return future.result()
 
     def close(self) -> None:
@@ -77,15 +74,15 @@ def test_it_waits_for_its_readers_then_publishes_the_recorded_bytes_in_order(con
         commands = rig.listen("/joint_commands")
         description = rig.listen("/robot_description", LATCHED, String)
         target = rig.listen("/target", kind=PointStamped)
-        rig.spin_until(lambda: not rig.player.missing_readers(), "the probe to match")
+        rig.spin_until(lambda: not rig.player.missing_readers(), DEADLINE, "the probe to match")
         rig.player.step(10 * NS)
         assert rig.player.playback.started
         # Half the run: what was recorded in its first 105 ms (the bag's first message at START).
         rig.player.step(10 * NS + 105 * MS)
-        rig.spin_until(lambda: len(states) == 10, "the first ten states")
+        rig.spin_until(lambda: len(states) == 10, DEADLINE, "the first ten states")
         assert rig.player.playback.played == 2 + 10 + 10
         assert rig.player.step(10 * NS + NS) is None and rig.player.playback.done
-        rig.spin_until(lambda: len(commands) == 20 and description and target, "every message")
+        rig.spin_until(lambda: len(commands) == 20 and description and target, DEADLINE, "every message")
     finally:
         rig.close()
     assert states == [data for _, _, data in recorded(bag, ["/joint_states"])]
@@ -124,9 +121,9 @@ def test_the_play_thread_plays_on_time_and_completes_done(context, bag):
         rig.listen("/robot_description", LATCHED, String)
         began = time.monotonic()
         rig.player.start()
-        rig.spin_until(rig.player.finished.done, "the end of the bag")
+        rig.spin_until(rig.player.finished.done, DEADLINE, "the end of the bag")
         took = time.monotonic() - began
-        rig.spin_until(lambda: len(states) == 20, "every state")
+        rig.spin_until(lambda: len(states) == 20, DEADLINE, "every state")
     finally:
         rig.close()
     assert took >= 0.2  # the bag spans 200 ms of log time; nothing goes out early
@@ -139,20 +136,20 @@ def test_services_pause_resume_and_play_the_next_message(context, bag):
     rig = Rig(context, bag, readers=0, start_paused=True, topics=("/joint_states",))
     try:
         states = rig.listen("/joint_states")
-        rig.spin_until(lambda: rig.player.publishers_by_index[0].get_subscription_count() == 1, "the probe")
+        rig.spin_until(lambda: rig.player.publishers_by_index[0].get_subscription_count() == 1, DEADLINE, "the probe")
         rig.player.start()
         answer = rig.call("is_paused")
         assert answer.success and answer.message.startswith("paused")
         for _ in range(3):
             assert rig.call("play_next").success
-        rig.spin_until(lambda: len(states) == 3, "three states played one by one")
+        rig.spin_until(lambda: len(states) == 3, DEADLINE, "three states played one by one")
         assert rig.player.playback.bag_time(time.monotonic_ns()) == START + 3 * 10 * MS
         assert not rig.call("pause").success  # already paused
         assert rig.call("toggle_paused").success and not rig.player.playback.paused
         assert not rig.call("play_next").success  # only while paused
         assert not rig.call("resume").success  # not paused
-        rig.spin_until(rig.player.finished.done, "the end of the bag")
-        rig.spin_until(lambda: len(states) == 20, "the other states")
+        rig.spin_until(rig.player.finished.done, DEADLINE, "the end of the bag")
+        rig.spin_until(lambda: len(states) == 20, DEADLINE, "the other states")
     finally:
         rig.close()
     assert states == [data for _, _, data in recorded(bag, ["/joint_states"])]
@@ -163,9 +160,9 @@ def test_stop_ends_the_playback(context, tmp_path):
     rig = Rig(context, long, readers=0)
     try:
         rig.player.start()
-        rig.spin_until(lambda: rig.player.playback.played > 0, "the first message")
+        rig.spin_until(lambda: rig.player.playback.played > 0, DEADLINE, "the first message")
         assert rig.call("stop").success
-        rig.spin_until(rig.player.finished.done, "the stop")
+        rig.spin_until(rig.player.finished.done, DEADLINE, "the stop")
     finally:
         rig.close()
     assert rig.player.playback.played < 20
@@ -191,11 +188,12 @@ def test_clock_follows_the_bags_time_and_remaps_rename(context, bag):
                 rig.player.publishers_by_index[0].get_subscription_count() == 1
                 and rig.player.clock_pub.get_subscription_count() == 1
             ),
+            DEADLINE,
             "the probe",
         )
         rig.player.start()
-        rig.spin_until(rig.player.finished.done, "the end of the bag")
-        rig.spin_until(lambda: len(states) == 20, "every state")
+        rig.spin_until(rig.player.finished.done, DEADLINE, "the end of the bag")
+        rig.spin_until(lambda: len(states) == 20, DEADLINE, "every state")
     finally:
         rig.close()
     times = [tick.clock.sec * NS + tick.clock.nanosec for tick in ticks]

@@ -17,7 +17,9 @@ import skelarm
 from bagwriter import arm_run, write_bag
 
 from skelarm_ros.cli.graph import HARDWARE_SOFT_START, describe
+from skelarm_ros.control import skelarm_internals
 from skelarm_ros.control.loop import ControlLoop, build_control_loop
+from skelarm_ros.control.restarts import Restart
 from skelarm_ros.control.safety import (
     FAR_START,
     DivergenceGuard,
@@ -475,7 +477,8 @@ def test_mpc_predicts_with_the_drive_s_friction(tmp_path):
     q, dq, tau = arm.skeleton.q, np.array([0.5, 0.0, -0.5, 0.2]), np.ones(4)
     engine = ArmEngine(arm.skeleton, arm.dt, drive=arm.drive)
     friction = arm.drive.viscous * dq + arm.drive.coulomb * np.sign(dq)
-    np.testing.assert_allclose(loop.controller._predict(q, dq, tau), engine.forward_dynamics(q, dq, tau - friction))
+    predicted = skelarm_internals.mpc_predict(loop.controller, q, dq, tau)
+    np.testing.assert_allclose(predicted, engine.forward_dynamics(q, dq, tau - friction))
 
 
 # -- the graph ---------------------------------------------------------------------------------------------
@@ -495,3 +498,15 @@ def test_the_graph_sets_what_each_way_of_running_needs(tmp_path):
     assert shadow["plan_from"] == "state" and shadow["state_timeout"] == 0.0 and "command_readers" not in shadow
     assert shadow["zero_on_stop"] is False
     assert not any("live_arm" in parameters for parameters in (lockstep, shadow, controller({})))
+
+
+def test_a_start_prepared_again_for_a_new_target_still_ramps_in(tmp_path):
+    path = reach(tmp_path)
+    loop, _ = build_control_loop(path, soft_start=1.0, live_arm=True)
+    q, dq = load_arm(path).skeleton.q.tolist(), [0.0] * 4
+    holding = loop.control(NAMES, q, dq, 10**9).torque  # the first state: prepared, the arm held
+    assert loop.set_target("", 0.3, 0.4)
+    assert loop.control(NAMES, q, dq, 10**9 + 2_000_000).restart == {Restart.NEW_TARGET}  # prepared again
+    started = loop.control(NAMES, q, dq, 10**9 + 4_000_000)
+    assert started.t == 0.0
+    np.testing.assert_allclose(started.torque, holding, rtol=0.0, atol=1e-12)  # the soft start's first command

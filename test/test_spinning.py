@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
 import itertools
-import os
-import platform
 import subprocess
 import sys
 import threading
@@ -97,22 +94,7 @@ def test_a_slice_is_0_or_one_linux_takes() -> None:
             check_time_slice("scheduler_slice", bad)
 
 
-def _slices() -> dict[int, int]:
-    """Each thread of this process under normal scheduling, with the slice Linux reports for it (ns)."""
-    calls = scheduling._SCHED_ATTR_CALLS[platform.machine()]
-    libc = ctypes.CDLL(None, use_errno=True)
-    found = {}
-    for name in os.listdir("/proc/self/task"):
-        attr = scheduling._SchedAttr()
-        read = libc.syscall(calls[1], int(name), ctypes.byref(attr), ctypes.sizeof(attr), 0) == 0
-        if read and attr.sched_policy == 0:
-            found[int(name)] = int(attr.sched_runtime)
-    return found
-
-
-@pytest.mark.skipif(
-    platform.system() != "Linux" or platform.machine() not in scheduling._SCHED_ATTR_CALLS, reason="Linux only"
-)
+@pytest.mark.skipif(not scheduling.slices_known(), reason="Linux only")
 def test_every_thread_asks_for_the_slice_or_the_node_says_the_kernel_keeps_its_own(
     context: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -120,7 +102,7 @@ def test_every_thread_asks_for_the_slice_or_the_node_says_the_kernel_keeps_its_o
     try:
         took = spinning.set_time_slice(node, 0.0002)
         err = capfd.readouterr().err
-        slices = _slices()
+        slices = scheduling.thread_slices()
         if took:
             assert set(slices.values()) == {200_000}, slices
             assert "every thread of this process asks for a 0.2 ms CPU slice (normal scheduling)" in err
@@ -129,16 +111,8 @@ def test_every_thread_asks_for_the_slice_or_the_node_says_the_kernel_keeps_its_o
         assert not spinning.set_time_slice(node, 0.0)  # 0 leaves the kernel's slice alone
     finally:
         spinning.set_time_slice(node, 0.0)
-        _reset_slices()
+        scheduling.request_time_slice(0.0)  # this test process's threads get the kernel's slice back
         node.destroy_node()
-
-
-def _reset_slices() -> None:
-    """Give this test process's threads the kernel's slice back (sched_runtime 0)."""
-    calls = scheduling._SCHED_ATTR_CALLS[platform.machine()]
-    libc = ctypes.CDLL(None, use_errno=True)
-    for thread in _slices():
-        scheduling._slice_thread(libc, calls, thread, 0)
 
 
 def test_every_thread_of_a_process_goes_nicer_and_a_nicer_one_stays(tmp_path: Any) -> None:

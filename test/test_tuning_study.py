@@ -17,7 +17,8 @@ import pytest
 from test_twin_run import _mujoco_reach
 
 from skelarm_ros.cli import tune
-from skelarm_ros.cli.predict import controller_params, loop_settings
+from skelarm_ros.cli.predict import controller_params
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.sim.scenario import load_scenario
 from skelarm_ros.tuning.evaluate import Evaluator, Problem
 from skelarm_ros.tuning.study import GAINS, WORKER, Search, best_of, open_storage, search
@@ -48,7 +49,7 @@ def fast_driver(tmp_path: Path) -> Path:
 def _trials(path: Path, seed: int, journal: Path) -> list[tuple[dict, float | None]]:
     """Every trial of a search of ``TRIALS`` trials: its sampled values and its score."""
     params = controller_params({"scenario": str(path)})
-    problem = Problem(str(params.scenario), loop_settings(params), twins=1, seed=seed)
+    problem = Problem(str(params.scenario), ControlSettings.of(params), twins=1, seed=seed)
     outcome = search(problem, Search(TRIALS, seed, storage=str(journal)), lambda *_: None)
     assert outcome.trials == TRIALS
     study = optuna.load_study(study_name=Search(TRIALS).study, storage=open_storage(str(journal)))
@@ -66,7 +67,9 @@ def test_the_bundled_tuned_scenario_scores_as_its_tuning_table_says() -> None:
     tuned = tomllib.loads(TUNED.read_text(encoding="utf-8"))
     record = tuned["tuning"]
     params = controller_params({"scenario": str(SCENARIO)})
-    problem = Problem(str(params.scenario), loop_settings(params), twins=record["robust_twins"], seed=record["seed"])
+    problem = Problem(
+        str(params.scenario), ControlSettings.of(params), twins=record["robust_twins"], seed=record["seed"]
+    )
     with Evaluator(problem) as evaluator:
         assert evaluator.samples.labels() == record["robust_samples"]
         before = evaluator.evaluate(evaluator.gains(evaluator.start()))

@@ -8,6 +8,9 @@ Two kinds of wait, each in one place:
   naming what it waited for, when the deadline passes; :func:`spin_wait` says whether it held instead, and
   :func:`spin_for` takes what is in flight for a while.
 
+:class:`Spinning` binds those three to one executor (a probe's, a test's rig), so a test says
+``probe.spin_until(condition, timeout, what)``; there is no other ``spin_until``.
+
 Import it as ``from waiting import spin_until, wait_until`` (pytest puts ``test/`` on the path; so does
 running a file of ``test/`` as a script).
 """
@@ -84,3 +87,34 @@ def spin_for(executor: Any, seconds: float, *, period: float = SPIN_PERIOD) -> N
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         executor.spin_once(timeout_sec=period)
+
+
+class Spinning:
+    """The spinning waits bound to one executor: what a probe node or a test's rig spins with.
+
+    Parameters
+    ----------
+    executor : rclpy.executors.Executor
+        The executor spun.
+    details : callable, optional
+        Text added to a failure message (the processes' logs, say), made only when a wait fails.
+    period : float, optional
+        Seconds one ``spin_once`` waits for work.
+    """
+
+    def __init__(self, executor: Any, *, details: Callable[[], str] | None = None, period: float = SPIN_PERIOD) -> None:
+        self.executor = executor
+        self.details = details
+        self.period = period
+
+    def spin_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Spin until ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds (:func:`spin_until`)."""
+        spin_until(self.executor, condition, timeout, what, details=self.details, period=self.period)
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Spin until ``condition()`` holds or ``timeout`` seconds pass; return whether it held (:func:`spin_wait`)."""
+        return spin_wait(self.executor, condition, timeout, period=self.period)
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for a while, taking what is in flight (:func:`spin_for`)."""
+        spin_for(self.executor, seconds, period=self.period)

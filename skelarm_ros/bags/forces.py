@@ -225,20 +225,13 @@ class RecordedForce:
         if not (math.isfinite(begin) and math.isfinite(end) and end > begin):
             msg = f"the interval [{begin!r}, {end!r}) is empty or not finite; the mean force needs end > begin"
             raise ValueError(msg)
-        times = self._time_list
-        last = len(times) - 1
         lower, upper = self._snap(begin), self._snap(end)
         if upper <= lower:  # an interval shorter than the tolerance: the force at that instant
             return self.at(begin).copy()
-        first = max(bisect_right(times, lower) - 1, 0)
-        stop = min(bisect_left(times, upper), last)
-        acting = [
-            (index, min(upper, times[index + 1]) - max(lower, times[index]))
-            for index in range(first, stop)
-            if min(upper, times[index + 1]) > max(lower, times[index])
-        ]
+        acting = self.acting(begin, end)
         if not acting:
             return self._zero.copy()
+        times = self._time_list
         if len(acting) == 1:
             index = acting[0][0]
             if times[index] <= lower and upper <= times[index + 1]:
@@ -247,6 +240,28 @@ class RecordedForce:
         for index, overlap in acting:
             total += overlap * self._rows[index]
         return total / (end - begin)
+
+    def acting(self, begin: float, end: float) -> list[tuple[int, float]]:
+        """Return the samples acting within ``[begin, end)``, each with how long it acts there (s).
+
+        Boundaries within the tolerance of a sample time are taken as that time (as
+        :meth:`mean` takes them). Only the samples around the interval are looked at, so
+        the cost depends on how many act in it, not on the record's length.
+
+        Returns
+        -------
+        list[tuple[int, float]]
+            ``(index, seconds)`` per acting sample, in time order; empty for none.
+        """
+        times = self._time_list
+        lower, upper = self._snap(begin), self._snap(end)
+        first = max(bisect_right(times, lower) - 1, 0)
+        stop = min(bisect_left(times, upper), len(times) - 1)
+        return [
+            (index, min(upper, times[index + 1]) - max(lower, times[index]))
+            for index in range(first, stop)
+            if min(upper, times[index + 1]) > max(lower, times[index])
+        ]
 
     def stepped(self, dt: float) -> Callable[[float], NDArray[np.float64]]:
         """Return the force for a simulation stepping by ``dt``: step ``[t, t+dt)`` gets the mean over it.

@@ -43,8 +43,8 @@ TERMS = ("armature", "viscous", "coulomb")  # what identify fits on a log (no of
 
 
 def _simulate(folder: Path) -> Path:
-    loop, _ = build_control_loop(SCENARIO)
     arm = load_arm(SCENARIO)
+    loop, _ = build_control_loop(arm)
     engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, drive=DRIVE)
     log = run_controlled(engine, arm.skeleton.clone(), loop.controller, duration=loop.task.duration)
     path = folder / "excitation.sklog.npz"

@@ -105,7 +105,8 @@ def run(*, quick: bool = False) -> dict[str, float]:
     """
     import copy
 
-    from skelarm_ros.cli.predict import controller_params, loop_settings
+    from skelarm_ros.cli.predict import controller_params
+    from skelarm_ros.control.settings import ControlSettings
     from skelarm_ros.control.twin_run import run_twin
     from skelarm_ros.tuning.evaluate import Evaluator, Problem
     from skelarm_ros.tuning.objective import tip_positions
@@ -115,8 +116,8 @@ def run(*, quick: bool = False) -> dict[str, float]:
     default = controller_params({"scenario": TUNED_FROM})
     rates: dict[str, list[float]] = {"engine": [], "mujoco": [], "tune": []}
     with (
-        Evaluator(Problem(str(params.scenario), loop_settings(params))) as evaluator,
-        Evaluator(Problem(str(default.scenario), loop_settings(default), twins=3)) as full,
+        Evaluator(Problem(str(params.scenario), ControlSettings.of(params))) as evaluator,
+        Evaluator(Problem(str(default.scenario), ControlSettings.of(default), twins=3)) as full,
     ):
         arm = evaluator.arm  # its [driver]: 250 Hz, each command acting a tick after its state, as MuJoCo's here
         gains = evaluator.gains(evaluator.start())

@@ -17,17 +17,17 @@ This module does not import rclpy.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import TYPE_CHECKING, Any
 
-from skelarm_ros.cli.graph import CONTROLLER, SIMULATOR, GraphError, describe
+from skelarm_ros.cli.graph import CONTROLLER, SIMULATOR, GraphError, NodeSpec, describe
 from skelarm_ros.control.loop import build_control_loop
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.control.twin_run import TwinRun, run_twin
 from skelarm_ros.nodes.params.controller import ControllerParams
 from skelarm_ros.sim.scenario import load_arm
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from skelarm_ros.control.loop import ControlLoop
 
@@ -43,7 +43,10 @@ def controller_params(arguments: Mapping[str, str]) -> ControllerParams:
     GraphError
         If the arguments are refused (the launch's sentence), or they start no controller.
     """
-    specs = describe({**TWIN, **arguments})
+    return _controller_params(describe({**TWIN, **arguments}))
+
+
+def _controller_params(specs: Sequence[NodeSpec]) -> ControllerParams:
     fields = {field.name for field in dataclasses.fields(ControllerParams)}
     for spec in specs:
         if CONTROLLER.scenario in spec.parameters and spec.executable in ("controller", "composed"):
@@ -57,23 +60,12 @@ def _value(value: object) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def loop_settings(params: ControllerParams) -> dict[str, Any]:
-    """Return the keyword arguments of :func:`~skelarm_ros.control.loop.build_control_loop` that ``params`` give.
-
-    Every parameter ``build_control_loop`` takes but the scenario, taken from the controller's
-    parameters, so a setting the graph gives the controller reaches the loop (tuning builds
-    each candidate's loop with them).
-    """
-    accepted = [name for name in inspect.signature(build_control_loop).parameters if name != "scenario"]
-    return {name: getattr(params, name) for name in accepted if hasattr(params, name)}
-
-
 def twin_loop(arguments: Mapping[str, str]) -> tuple[ControlLoop, list[str]]:
     """Build the control loop the graph's controller runs for ``arguments`` (over :data:`TWIN`).
 
-    Every parameter of :func:`~skelarm_ros.control.loop.build_control_loop` is taken from
-    :func:`controller_params` (:func:`loop_settings`), so a setting the graph gives the controller
-    reaches the loop.
+    Every setting of the loop (:class:`~skelarm_ros.control.settings.ControlSettings`) is taken from
+    :func:`controller_params`, as the controller node takes it, so a setting the graph gives the
+    controller reaches the loop.
 
     Returns
     -------
@@ -81,7 +73,7 @@ def twin_loop(arguments: Mapping[str, str]) -> tuple[ControlLoop, list[str]]:
         The loop, and one sentence per controller plugin that was skipped.
     """
     params = controller_params(arguments)
-    return build_control_loop(params.scenario, **loop_settings(params))
+    return build_control_loop(params.scenario, ControlSettings.of(params))
 
 
 def predict(arguments: Mapping[str, str], duration: float) -> TwinRun:
@@ -90,15 +82,15 @@ def predict(arguments: Mapping[str, str], duration: float) -> TwinRun:
     The arm, its driver (``hardware:=twin``) and the controller the graph gives it, stepped
     as the lockstep graph steps them.
     """
-    values = {**TWIN, **arguments}
-    loop, _ = twin_loop(values)
-    specs = describe(values)
+    specs = describe({**TWIN, **arguments})
+    params = _controller_params(specs)
     simulator = next((spec for spec in specs if spec.executable in ("simulator", "composed")), None)
     if simulator is None:
         msg = "the launch arguments start no simulator (hardware:=none); a prediction runs hardware:=twin or sim"
         raise GraphError(msg)
     parameters = simulator.parameters
     names = parameters.get(SIMULATOR.joint_names, [])
-    arm = load_arm(str(parameters[SIMULATOR.scenario]))
+    arm = load_arm(str(parameters[SIMULATOR.scenario]))  # the controller's too (the graph's one scenario): read once
+    loop, _ = build_control_loop(arm, ControlSettings.of(params))
     joint_names = [str(name) for name in names] if isinstance(names, list) else []
     return run_twin(arm, loop, duration, joint_names=joint_names, driver=bool(parameters[SIMULATOR.driver]))

@@ -34,7 +34,8 @@ from skelarm.recording import dump_toml
 from skelarm_ros import tool
 from skelarm_ros.bags.reader import BagError, open_bag
 from skelarm_ros.cli.graph import GraphError
-from skelarm_ros.cli.predict import controller_params, loop_settings
+from skelarm_ros.cli.predict import controller_params
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.interface import NANOSECONDS
 from skelarm_ros.outputs import named_after, write_atomically
 from skelarm_ros.sim.scenario import ScenarioError
@@ -143,7 +144,7 @@ def _work(args: argparse.Namespace) -> tool.Done:
         open_storage(args.storage)  # a storage that cannot be opened is said before any trial runs
     scenario = Path(args.scenario)
     params = controller_params({"scenario": str(scenario)})  # hardware:=twin mode:=lockstep, as the graph gives it
-    problem = Problem(str(params.scenario), loop_settings(params), args.robust, args.seed)
+    problem = Problem(str(params.scenario), ControlSettings.of(params), args.robust, args.seed)
     name = args.study or study_name(Path(str(params.scenario)), args.robust)
     with Evaluator(problem) as evaluator:
         before = evaluator.evaluate(evaluator.gains(evaluator.start()))

@@ -5,6 +5,9 @@
 
 - :mod:`~skelarm_ros.control.loop`: :class:`ControlLoop` (joint states by name, the
   controller's time line, targets, effort limits) and :func:`build_control_loop`.
+- :mod:`~skelarm_ros.control.settings`: how a loop runs, one record (:class:`ControlSettings`).
+- :mod:`~skelarm_ros.control.restarts`: the kinds of restart of a time line and what each
+  does, one table (:data:`RESTARTS`).
 - :mod:`~skelarm_ros.control.plugins`: controller types that installed packages offer in
   the ``skelarm_ros.controllers`` entry-point group.
 - :mod:`~skelarm_ros.control.twins`: the fast twins of skelarm's model-based controllers
@@ -19,14 +22,10 @@ them from the module that owns them.
 This package does not import rclpy.
 """
 
-from skelarm_ros.control.loop import (
-    ControlLoop,
-    ControlOutput,
-    build_control_loop,
-    channel_columns,
-    command_order,
-)
+from skelarm_ros.control.loop import ControlLoop, ControlOutput, build_control_loop, channel_columns, command_order
 from skelarm_ros.control.plugins import PLUGIN_GROUP, load_controller_plugins
+from skelarm_ros.control.restarts import RESTARTS, Restart
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.control.twins import (
     FastComputedTorque,
     FastInverseDynamicsPD,
@@ -40,13 +39,16 @@ from skelarm_ros.interface import TIME_REVERSAL_MODES
 
 __all__ = [
     "PLUGIN_GROUP",
+    "RESTARTS",
     "TIME_REVERSAL_MODES",
     "ControlLoop",
     "ControlOutput",
+    "ControlSettings",
     "FastComputedTorque",
     "FastInverseDynamicsPD",
     "FastJointSpaceMPC",
     "FastSampledJointReference",
+    "Restart",
     "build_control_loop",
     "channel_columns",
     "command_order",

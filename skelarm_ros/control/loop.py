@@ -4,22 +4,28 @@
 """Running a skelarm controller on joint states: the core of the ``controller`` node.
 
 :func:`build_control_loop` loads the controller plugins
-(:func:`~skelarm_ros.control.plugins.load_controller_plugins`) and reads a scenario with
-skelarm's own parsers, so every registered ``[controller].type`` works. :class:`ControlLoop`
-maps a joint state by name onto the skelarm skeleton, keeps the controller's time line
-(docs/interfaces.md, "Time"), follows a new target, and returns the torque with the
-controller's channels. The model-based controllers get their fast twin
-(:func:`~skelarm_ros.control.twins.with_fast_model`) unless ``fast_model`` is off, with the
-scenario's gravity and the twin's armature and friction unless ``controller_model`` is
-``skelarm``. For a real arm (docs/controller.md, "Driving a real arm") a tracking
-controller plans its reference from the first state it controls (``plan_from``), the first
-command holds the arm and the controller's torque ramps in over it (``soft_start``), every
-command keeps within the arm's effort limits, a push further past a joint limit is
-clamped to zero, a live arm that diverges is stopped (:mod:`~skelarm_ros.control.safety`),
-and :meth:`ControlLoop.hold` restarts control from the next state after the joint states
-went stale. On a live arm (``live_arm``) a time line starts at the state after the one its
-start was prepared on (planned, replanned), so no state that waited for the preparation
-starts it; the state it was prepared on is answered with the torque that holds the arm.
+(:func:`~skelarm_ros.control.plugins.load_controller_plugins`) and reads a scenario once,
+with skelarm's own parsers, so every registered ``[controller].type`` works. How the loop
+runs is one record, :class:`~skelarm_ros.control.settings.ControlSettings` (the controller
+node's parameters of the same names). :class:`ControlLoop` maps a joint state by name onto
+the skelarm skeleton, keeps the controller's time line (docs/interfaces.md, "Time"), follows
+a new target, and returns the torque with the controller's channels. The model-based
+controllers get their fast twin (:func:`~skelarm_ros.control.twins.with_fast_model`) unless
+``fast_model`` is off, with the scenario's gravity and the twin's armature and friction
+unless ``controller_model`` is ``skelarm``.
+
+A time line restarts for one of four reasons (the first state, states back after a hold,
+time going back, a new target), and :data:`~skelarm_ros.control.restarts.RESTARTS` is the
+one table of what each does (replan, ramp the soft start in again, say a far start); every
+restart resets the controller at the new time line's first state. For a real arm
+(docs/controller.md, "Driving a real arm") a tracking controller plans its reference from
+the first state it controls (``plan_from``), the first command holds the arm and the
+controller's torque ramps in over it (``soft_start``), every command keeps within the
+arm's effort limits, a push further past a joint limit is clamped to zero, and a live arm
+that diverges is stopped (:mod:`~skelarm_ros.control.safety`). On a live arm
+(``live_arm``) a restart is prepared at one state, which is answered with the torque
+that holds the arm, and its time line starts at the next, so no state that waited for
+the preparation starts it.
 
 This module does not import rclpy.
 """
@@ -37,6 +43,7 @@ import skelarm
 from skelarm.reaching import EndpointController
 
 from skelarm_ros.control.plugins import load_controller_plugins
+from skelarm_ros.control.restarts import Replan, Restart, combined
 from skelarm_ros.control.safety import (
     DivergenceGuard,
     GuardedState,
@@ -47,13 +54,12 @@ from skelarm_ros.control.safety import (
     ramp_at,
     soft_start,
 )
+from skelarm_ros.control.settings import LIVE_SETTINGS, ControlSettings
 from skelarm_ros.control.twins import has_fast_model, reads_joints_only, with_fast_model
 from skelarm_ros.interface import (
     BASE_FRAME,
-    CONTROLLER_MODELS,
     MODEL_ARM,
     NANOSECONDS,
-    PLAN_FROM,
     PLAN_FROM_STATE,
     POINT_CHANNELS,
     TIME_REVERSAL_MODES,
@@ -61,12 +67,11 @@ from skelarm_ros.interface import (
     check_choice,
     check_effort_limits,
     check_joint_names,
-    check_non_negative,
     check_positive,
 )
 from skelarm_ros.sim.conversions import NameOrder, Rejected
 from skelarm_ros.sim.engine import set_joints, sync_skeleton
-from skelarm_ros.sim.scenario import ScenarioError, load_arm, load_scenario
+from skelarm_ros.sim.scenario import ArmSetup, ScenarioError, load_arm, scenario_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -166,6 +171,9 @@ class ControlOutput:
         The torque asked for before the effort limits clamped it (N*m, ``joint_names`` order): the
         controller's through the soft start, or the holding torque; ``torque`` itself where no limit
         acted; zero for the states after a diverging arm was stopped. ``None`` only where a caller built the output.
+    restart : frozenset[Restart]
+        The restarts prepared at this state (:data:`~skelarm_ros.control.restarts.RESTARTS`); empty
+        on a running time line.
     """
 
     torque: NDArray[np.float64]
@@ -173,6 +181,7 @@ class ControlOutput:
     t: float
     said: list[Say] = field(default_factory=list)
     demand: NDArray[np.float64] | None = None
+    restart: frozenset[Restart] = frozenset()
 
 
 class ControlLoop:
@@ -182,90 +191,57 @@ class ControlLoop:
     ----------
     scenario : skelarm.Scenario
         The scenario; its controller, skeleton (a working copy is used) and task are taken.
-    joint_names : Sequence[str], optional
-        The arm's joint names; empty for ``j1 ... jN``.
-    dt : float | None, optional
-        The control step handed to ``controller.update``; ``None`` for the scenario's.
-    fast_model : bool, optional
-        Give the model-based controllers the Pinocchio engine (:func:`with_fast_model`).
-    time_reversal : str, optional
-        ``reset``: a state stamped earlier than the previous one resets the controller
-        and restarts its time; ``reject``: such a state is rejected.
-    effort_limits : Sequence[float], optional
-        Per-joint torque bounds (N*m) in place of ``limits``' effort limits; empty for those.
-    command_joints : Sequence[str], optional
-        ``joint_names`` in the order the commands carry them; empty for ``joint_names``.
-    plan_from : str, optional
-        ``state``: a tracking controller's reference is planned from the first state of a
-        run (and after :meth:`hold`), where the arm is; ``scenario``: from the scenario's
-        initial pose, as offline. A first state equal to the initial pose changes nothing.
-    soft_start : float, optional
-        Seconds (of state stamps) over which the controller's torque ramps in over the
-        torque that holds the arm (:class:`~skelarm_ros.control.safety.HoldingTorque`), from
-        the start of control (and after :meth:`hold`); 0 for none
-        (:func:`~skelarm_ros.control.safety.soft_start`). The effort limits do not ramp.
-    controller_model : str, optional
-        ``arm``: the model-based controllers' model has ``grav_vec`` and ``drive``;
-        ``skelarm``: skelarm's own gravity-free model, as :func:`skelarm.run_scenario` runs.
+    settings : ControlSettings, optional
+        How it runs (the controller node's parameters); the defaults run the scenario as offline.
     grav_vec : ArrayLike | None, optional
         The arm's planar gravity ``(gx, gy)`` (m/s^2); ``None`` for zero.
     drive : JointDrive | None, optional
         The joints' armature and friction; ``None`` for none.
     limits : JointLimits | None, optional
         The arm's effort and velocity limits (its description's); ``None`` for none.
-    live_arm : bool, optional
-        The arm is a real one behind a driver that holds the last command: a time line starts
-        at the state after the one it was prepared on, and a diverging arm is stopped
-        (:class:`~skelarm_ros.control.safety.DivergenceGuard`).
 
     Attributes
     ----------
+    settings : ControlSettings
+        The settings in use (the live ones changed by :meth:`tune`).
     command_joints : list[str]
         The joints in command order (:meth:`command_torque`).
     rejected : int
         States (and targets) rejected so far.
     restarts : int
-        Times the controller's time line restarted (reset after time reversal or a new target).
+        Time lines started after the first (:data:`~skelarm_ros.control.restarts.RESTARTS`).
     effort_limits : NDArray[np.float64] | None
         The per-joint torque bounds in use (N*m, ``inf`` for none), ``None`` for none at all.
     velocity_limits : NDArray[np.float64]
         The arm's per-joint speed limits (rad/s, ``inf`` for none).
     live_arm : bool
-        Whether the arm is a live one (see the parameter).
+        Whether the arm is a live one (:attr:`~skelarm_ros.control.settings.ControlSettings.live_arm`).
     """
 
     def __init__(
         self,
         scenario: skelarm.Scenario,
+        settings: ControlSettings | None = None,
         *,
-        joint_names: Sequence[str] = (),
-        dt: float | None = None,
-        fast_model: bool = True,
-        time_reversal: str = "reset",
-        effort_limits: Sequence[float] = (),
-        command_joints: Sequence[str] = (),
-        plan_from: str = PLAN_FROM_STATE,
-        soft_start: float = 0.0,
-        controller_model: str = MODEL_ARM,
         grav_vec: ArrayLike | None = None,
         drive: JointDrive | None = None,
         limits: JointLimits | None = None,
-        live_arm: bool = False,
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
+        settings = self.settings = ControlSettings() if settings is None else settings
         self.skeleton = scenario.skeleton.clone()
         self.initial_q: NDArray[np.float64] = np.array(self.skeleton.q, dtype=np.float64)
         self.num_joints: int = self.skeleton.num_joints
-        self.joint_names = check_joint_names(list(joint_names), self.num_joints)
+        self.joint_names = check_joint_names(list(settings.joint_names), self.num_joints)
         self._order = NameOrder(self.joint_names, "joint state", allow_extra=True)
-        self._command_order = command_order(self.joint_names, list(command_joints))
+        self._command_order = command_order(self.joint_names, list(settings.command_joints))
         self.command_joints = [self.joint_names[index] for index in self._command_order]
-        self.dt = check_positive("dt", scenario.simulator.dt if dt is None else dt)
+        self.dt = check_positive("dt", settings.dt or scenario.simulator.dt)
         self.task = scenario.task
-        self.fast_model = bool(fast_model)
-        self.plan_from = check_choice("plan_from", plan_from, PLAN_FROM)
-        self.soft_start = check_non_negative("soft_start", soft_start)
-        self.controller_model = check_choice("controller_model", controller_model, CONTROLLER_MODELS)
+        self.fast_model = settings.fast_model
+        self.plan_from = settings.plan_from
+        self.soft_start = settings.soft_start
+        self.controller_model = settings.controller_model
         self._model_terms = self._arm_model(grav_vec, drive, has_fast_model(scenario.controller))
         self._guard = (
             JointLimitGuard(*self._joint_limits(), self.joint_names) if scenario.simulator.enforce_limits else None
@@ -273,24 +249,24 @@ class ControlLoop:
         source = scenario.source_config or {}
         self._controller_config: Mapping[str, Any] | None = source.get("controller")
         self.controller = self._fast(scenario.controller)
-        self.time_reversal = "reset"
-        self.set_time_reversal(time_reversal)
+        self.time_reversal = settings.time_reversal
         self._described_efforts = None if limits is None or not limits.has_effort else limits.effort.copy()
         self.velocity_limits = np.full(self.num_joints, np.inf) if limits is None else limits.velocity.copy()
         self.effort_limits: NDArray[np.float64] | None = None
-        self.set_effort_limits(effort_limits)
-        self.live_arm = bool(live_arm)
+        self.set_effort_limits(settings.effort_limits)
+        self.live_arm = settings.live_arm
         self._divergence = DivergenceGuard(self.velocity_limits, self.joint_names) if self.live_arm else None
         self._holding = HoldingTorque(self.skeleton, self.dt, **self._model_terms)
         self.rejected = 0
         self.restarts = 0
-        self._origin: int | None = None  # stamp (ns) of the first state of the time line
+        # The time line: the restarts due at the next state (RESTARTS), and once started, where it started.
+        self._due: set[Restart] = {Restart.FIRST}
+        self._origin: int | None = None  # stamp (ns) of the time line's first state; None until it starts
+        self._ramps = False  # whether the time line about to start ramps the soft start in again (RESTARTS)
+        self._ramp_from = 0  # stamp (ns) the soft start counts from: the start of the last time line that ramped
         self._last_stamp: int | None = None
         self._t = 0.0
         self._pending_target: NDArray[np.float64] | None = None
-        self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from; None: from the next start
-        self._held = False  # control stopped (stale states): the next start is replanned
-        self._prepared = False  # the time line's start is prepared: it starts at the next state
 
     def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
         """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
@@ -367,17 +343,42 @@ class ControlLoop:
         return [name for name, limit in zip(self.joint_names, self.effort_limits, strict=True) if np.isinf(limit)]
 
     def hold(self) -> None:
-        """Stop control (the joint states went stale): the next state restarts it as a first state.
+        """Stop control (the joint states went stale): the next state restarts it (``Restart.HOLD``).
 
         That state gets the controller reset there with its time from 0 (on a live arm: the
         state after it), a tracking controller's reference replanned from it (whatever
         ``plan_from`` says: the arm stood at zero torque meanwhile), and the soft start again.
         """
-        self._held = True
+        self._restart(Restart.HOLD)
+
+    def _restart(self, kind: Restart) -> None:
+        """Make a restart of ``kind`` due at the next state: the running time line ends here."""
+        self._due.add(kind)
         self._origin = None
-        self._prepared = False
 
     # -- tunables ---------------------------------------------------------------------------------
+
+    def tune(self, settings: ControlSettings) -> None:
+        """Take new settings while running: the live ones (:data:`~skelarm_ros.control.settings.LIVE_SETTINGS`).
+
+        Raises
+        ------
+        ValueError
+            If a setting that builds the loop differs (it needs a new loop), or the effort
+            limits are not one per joint (as :meth:`set_effort_limits`).
+        """
+        changed = [
+            name
+            for name in dataclasses.asdict(settings)
+            if name not in LIVE_SETTINGS and getattr(settings, name) != getattr(self.settings, name)
+        ]
+        if changed:
+            msg = f"{changed[0]} cannot change on a running control loop; only {', '.join(LIVE_SETTINGS)} can"
+            raise ValueError(msg)
+        self.set_effort_limits(settings.effort_limits)
+        self.set_time_reversal(settings.time_reversal)
+        self.soft_start = settings.soft_start
+        self.settings = settings
 
     def set_time_reversal(self, mode: str) -> None:
         """Choose what a state stamped earlier than the previous one does (``reset`` or ``reject``).
@@ -480,43 +481,42 @@ class ControlLoop:
         self.task = task
         self.controller = self._fast(built)
 
-    def _prepare(self, q: NDArray[np.float64], stamp_ns: int, last: int | None) -> list[Say]:
-        """Prepare a time line's start at this state: a new target, the plan from where the arm is, the ramp.
+    def _prepare(self, q: NDArray[np.float64], said: list[Say]) -> frozenset[Restart]:
+        """Prepare the restarts due at this state, as the table says (``RESTARTS``): a target, the plan, the ramp.
 
-        At a run's first state and after :meth:`hold` a tracking controller's reference is
-        planned from the state (a first state far from the scenario's pose is said); a new
-        target replans the controller for it; the soft start ramps again from the time
-        line's start after a first state, a hold or a time reversal.
+        Returns the restarts prepared; what they give to say is added to ``said``.
         """
-        if last is not None:
+        kinds, self._due = frozenset(self._due), set()
+        effects = combined(kinds)
+        if effects.counts:
             self.restarts += 1
-        replanned = self._pending_target is not None
-        if self._pending_target is not None:
+        self._ramps = self._ramps or effects.ramp  # a restart prepared again before it started still ramps
+        replan = effects.replan
+        if replan == Replan.TARGET:
+            assert self._pending_target is not None  # the target made the restart due
             target, self._pending_target = self._pending_target, None
             self._apply_target(target)
-        first, held = last is None, self._held
-        if first or held or (last is not None and stamp_ns < last):
-            self._ramp_origin = None
-        said: list[Say] = []
-        if first or held:
-            self._held = False
-            plans = not isinstance(self.controller, EndpointController) and self._controller_config is not None
+        elif self._plans and (
+            replan == Replan.ALWAYS
             # From the scenario's very pose the plan is the scenario's: nothing to replan (offline equality).
-            moved = held or (self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
-            if plans and not replanned and moved:
-                self._replan(self.task)
-            if first:
-                said = far_start(q, self.initial_q, self.joint_names, self.plan_from)
-        self._prepared = True
-        return said
+            or (replan == Replan.MOVED and self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
+        ):
+            self._replan(self.task)
+        if effects.far_start:
+            said += far_start(q, self.initial_q, self.joint_names, self.plan_from)
+        return kinds
+
+    @property
+    def _plans(self) -> bool:
+        """Whether the controller plans a reference from a state (a tracking controller of a known table)."""
+        return not isinstance(self.controller, EndpointController) and self._controller_config is not None
 
     def _start(self, stamp_ns: int) -> float:
-        """Start the time line at this state (the controller reset here); return its time, 0."""
-        if self._ramp_origin is None:
-            self._ramp_origin = stamp_ns
+        """Start the time line at this state: the controller reset here, the soft start from here if it ramps; 0."""
+        if self._ramps:
+            self._ramp_from, self._ramps = stamp_ns, False
         self.controller.reset(self.skeleton)
         self._origin = stamp_ns
-        self._prepared = False
         if self._divergence is not None:
             self._divergence.restart()
         return 0.0
@@ -581,26 +581,23 @@ class ControlLoop:
                     "set time_reversal:=reset to follow a restarted time line"
                 )
                 raise Rejected(msg)
-            self._origin = None
-            self._prepared = False
+            self._restart(Restart.TIME_REVERSAL)
         if self.stopped is not None:  # a live arm diverged: nothing but zero torque from then on
             self._last_stamp = stamp_ns
             zero = np.zeros(self.num_joints)
             return ControlOutput(zero, {}, self._t, demand=zero)
         if self._pending_target is not None:
-            self._origin = None
-            self._prepared = False
+            self._restart(Restart.NEW_TARGET)
         if self._origin is None or not reads_joints_only(self.controller):
             sync_skeleton(self.skeleton, q, dq)
         else:
             set_joints(self.skeleton, q, dq)  # a joint-space controller between resets: no kinematics needed
         said: list[Say] = []
-        if self._origin is None and not self._prepared:
-            said = self._prepare(q, stamp_ns, last)
-            if self.live_arm:  # planning took its time: the time line starts at the next state, the arm held here
-                self._last_stamp = stamp_ns
-                hold = self._holding.at(q, dq)
-                return ControlOutput(self._holding_command(hold, q, said), {}, 0.0, said, hold)
+        restart = self._prepare(q, said) if self._due else frozenset()
+        if restart and self.live_arm:  # preparing took its time: the time line starts at the next state, held here
+            self._last_stamp = stamp_ns
+            hold = self._holding.at(q, dq)
+            return ControlOutput(self._holding_command(hold, q, said), {}, 0.0, said, hold, restart)
         t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
@@ -615,7 +612,7 @@ class ControlLoop:
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
         demand = self._demand(torque, q, dq, stamp_ns)
         torque = self._bounded(demand, q, dq, stamp_ns, channels, said)
-        return ControlOutput(torque, channels, t, said, demand)
+        return ControlOutput(torque, channels, t, said, demand, restart)
 
     def _holding_command(
         self, hold: NDArray[np.float64], q: NDArray[np.float64], said: list[Say]
@@ -635,8 +632,7 @@ class ControlLoop:
         self, torque: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray[np.float64], stamp_ns: int
     ) -> NDArray[np.float64]:
         """Return the torque asked for: the controller's, through the soft start over the holding torque."""
-        assert self._ramp_origin is not None  # set when the time line started
-        ramp = ramp_at((stamp_ns - self._ramp_origin) / NANOSECONDS, self.soft_start)
+        ramp = ramp_at((stamp_ns - self._ramp_from) / NANOSECONDS, self.soft_start)
         if ramp < 1.0:
             return soft_start(torque, self._holding.at(q, dq), ramp)
         return torque
@@ -695,34 +691,21 @@ class ControlLoop:
 
 
 def build_control_loop(
-    scenario: str | Path | None,
-    *,
-    joint_names: Sequence[str] = (),
-    dt: float = 0.0,
-    fast_model: bool = True,
-    time_reversal: str = "reset",
-    effort_limits: Sequence[float] = (),
-    command_joints: Sequence[str] = (),
-    plan_from: str = PLAN_FROM_STATE,
-    soft_start: float = 0.0,
-    controller_model: str = MODEL_ARM,
-    live_arm: bool = False,
+    scenario: str | Path | ArmSetup | None, settings: ControlSettings | None = None, **changes: Any
 ) -> tuple[ControlLoop, list[str]]:
     """Load the controller plugins and a scenario, and build its :class:`ControlLoop`.
 
     Parameters
     ----------
-    scenario : str | Path | None
-        A scenario path or bundled name; ``None`` / ``""`` for the default.
-    joint_names, fast_model, time_reversal, effort_limits, command_joints, plan_from, soft_start, controller_model
-        As for :class:`ControlLoop`; the arm's gravity, drive and limits come from the scenario
-        (``[simulator].grav_vec``, the links' ``armature``, ``viscous``, ``coulomb``,
-        ``effort_limit``, ``velocity_limit``).
-    live_arm : bool, optional
-        As for :class:`ControlLoop`.
-    dt : float, optional
-        The control step; ``0`` for the scenario's ``[simulator].dt``. Another step
-        rebuilds the controller with it (MPC predicts with the control step).
+    scenario : str | Path | ArmSetup | None
+        A scenario path or bundled name (``None`` / ``""`` for the default), or a scenario
+        file already read (:func:`~skelarm_ros.sim.scenario.load_arm`): it is read once. The
+        arm's gravity, drive and limits come from it (``[simulator].grav_vec``, the links'
+        ``armature``, ``viscous``, ``coulomb``, ``effort_limit``, ``velocity_limit``).
+    settings : ControlSettings | None, optional
+        How the loop runs; ``None`` for the defaults.
+    **changes : Any
+        Settings given by name (``live_arm=True``), over ``settings``.
 
     Returns
     -------
@@ -734,12 +717,15 @@ def build_control_loop(
     ScenarioError
         If the scenario cannot be used (an unknown controller type names skelarm's known types).
     ValueError
-        If a parameter is out of range (the message names it).
+        If a setting is out of range (the message names it).
+    TypeError
+        If a change names no setting.
     """
+    settings = ControlSettings.of(ControlSettings() if settings is None else settings, **changes)
     problems = load_controller_plugins()
-    dt = check_non_negative("dt", dt)
-    loaded = load_scenario(scenario)
-    arm = load_arm(scenario)
+    arm = scenario if isinstance(scenario, ArmSetup) else load_arm(scenario)
+    loaded = scenario_of(arm)
+    dt = settings.dt
     if dt > 0.0 and dt != loaded.simulator.dt:
         assert loaded.source_config is not None  # set by scenario_from_config
         try:
@@ -750,20 +736,5 @@ def build_control_loop(
             msg = f"the scenario's controller cannot be built with dt={dt}: {error}"
             raise ScenarioError(msg) from None
         loaded = dataclasses.replace(loaded, controller=controller)
-    loop = ControlLoop(
-        loaded,
-        joint_names=joint_names,
-        dt=dt if dt > 0.0 else None,
-        fast_model=fast_model,
-        time_reversal=time_reversal,
-        effort_limits=effort_limits,
-        command_joints=command_joints,
-        plan_from=plan_from,
-        soft_start=soft_start,
-        controller_model=controller_model,
-        grav_vec=arm.grav_vec,
-        drive=arm.drive,
-        limits=arm.limits,
-        live_arm=live_arm,
-    )
+    loop = ControlLoop(loaded, settings, grav_vec=arm.grav_vec, drive=arm.drive, limits=arm.limits)
     return loop, problems

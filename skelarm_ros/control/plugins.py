@@ -6,16 +6,24 @@
 A package adds a controller type with an entry point in :data:`PLUGIN_GROUP`; its name
 is the ``[controller].type`` and its object a builder ``(params, skeleton, task) ->
 skelarm.Controller``, registered with :func:`skelarm.register_controller` (docs/controller.md,
-"Controller plugins").
+"Controller plugins"). :func:`registry_restored` leaves the registry of controller types as it
+found it, for a process that loads plugins only for a while (a test, a look at what is installed).
 
 This module does not import rclpy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+from typing import TYPE_CHECKING
 
 import skelarm
+
+from skelarm_ros.control.skelarm_internals import controller_builders
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 PLUGIN_GROUP = "skelarm_ros.controllers"
 _PLUGIN_NAMES: set[str] = set()  # the types registered from entry points
@@ -52,3 +60,21 @@ def load_controller_plugins() -> list[str]:
         skelarm.register_controller(entry.name, builder)
         _PLUGIN_NAMES.add(entry.name)
     return problems
+
+
+@contextlib.contextmanager
+def registry_restored() -> Iterator[None]:
+    """Put skelarm's controller types and the plugins' names back as they were when the block ends.
+
+    Whatever the block registers (:func:`load_controller_plugins`, :func:`skelarm.register_controller`)
+    is gone after it, and what it replaced is back.
+    """
+    builders = controller_builders()
+    kept_builders, kept_names = dict(builders), set(_PLUGIN_NAMES)
+    try:
+        yield
+    finally:
+        builders.clear()
+        builders.update(kept_builders)
+        _PLUGIN_NAMES.clear()
+        _PLUGIN_NAMES.update(kept_names)

@@ -17,6 +17,8 @@ overrides (its only way in) are defined in the twin but listed here with the res
   :func:`state_changes` compares a controller of the installed skelarm with it.
 - :func:`take_over` moves a controller's state into a twin; the other functions read
   and write the private attributes for the twins.
+- :func:`controller_builders` is skelarm's registry of controller types itself, for
+  :func:`skelarm_ros.control.plugins.registry_restored` to put back as it was.
 
 :func:`~skelarm_ros.control.twins.with_fast_model` refuses the twin (and keeps skelarm's
 own model, with a warning) for a controller whose state has changed, and
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import skelarm
+import skelarm.scenario
 from skelarm.control import ComputedTorque, InverseDynamicsFeedforwardPD, TrackingController
 from skelarm.mpc import JointSpaceMPC
 
@@ -179,3 +182,40 @@ def mpc_keep(
 def mpc_joint_limits(mpc: JointSpaceMPC) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
     """Return the joint limits ``(lower, upper)`` (rad, shape ``(N,)``) the soft-limit cost uses; unset before reset."""
     return mpc._lower, mpc._upper
+
+
+def mpc_predict(
+    mpc: JointSpaceMPC, q: NDArray[np.float64], dq: NDArray[np.float64], tau: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Return the MPC's prediction of the joint accelerations (rad/s^2, shape ``(N,)``) for a torque at a state.
+
+    skelarm's own model, or the twin's where a twin overrides it: the two compare through this.
+    """
+    return mpc._predict(q, dq, tau)
+
+
+def mpc_rollout_cost(  # noqa: PLR0917 - skelarm's method's parameters, handed on
+    mpc: JointSpaceMPC,
+    plan: NDArray[np.float64],
+    q: NDArray[np.float64],
+    dq: NDArray[np.float64],
+    q_ref: NDArray[np.float64],
+    dq_ref: NDArray[np.float64],
+) -> float:
+    """Return the cost the MPC gives a flat torque ``plan`` (``horizon * N``) from a state, against references.
+
+    ``q_ref`` and ``dq_ref`` have one row per step of the horizon and one more (shape ``(horizon + 1, N)``).
+    """
+    return float(mpc._rollout_cost(plan, q, dq, q_ref, dq_ref))
+
+
+# -- the registry of controller types ---------------------------------------------------------------------
+
+
+def controller_builders() -> dict[str, skelarm.ControllerBuilder]:
+    """Return skelarm's registry of controller types (type name to builder), the dictionary itself.
+
+    :func:`skelarm.register_controller` adds to it and :func:`skelarm.controller_types` lists it;
+    skelarm offers no way to take a type back.
+    """
+    return skelarm.scenario._BUILDERS

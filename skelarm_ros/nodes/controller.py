@@ -26,7 +26,9 @@ from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.control.latency import LoopLatency
 from skelarm_ros.control.loop import ControlOutput, build_control_loop, channel_columns
 from skelarm_ros.control.progress import TaskProgress
+from skelarm_ros.control.restarts import combined
 from skelarm_ros.control.safety import StateWatch
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMAND_TOPICS,
@@ -98,19 +100,7 @@ class ControllerNode(KitNode):
     def setup(self) -> None:
         """Declare the parameters, build the control loop and wire the topics."""
         params = self.params = declare_parameters(self, ControllerParams, DOC, self.shared)
-        self.loop, problems = build_control_loop(
-            params.scenario,
-            joint_names=params.joint_names,
-            dt=params.dt,
-            fast_model=params.fast_model,
-            time_reversal=params.time_reversal,
-            effort_limits=params.effort_limits,
-            command_joints=params.command_joints,
-            plan_from=params.plan_from,
-            soft_start=params.soft_start,
-            controller_model=params.controller_model,
-            live_arm=params.live_arm,
-        )
+        self.loop, problems = build_control_loop(params.scenario, ControlSettings.of(params))
         for problem in problems:
             self.get_logger().warning(problem)
         self.thread_priority = params.thread_priority
@@ -193,9 +183,7 @@ class ControllerNode(KitNode):
     def _apply_parameters(self, params: ControllerParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
         self.params = params
-        self.loop.set_effort_limits(params.effort_limits)
-        self.loop.set_time_reversal(params.time_reversal)
-        self.loop.soft_start = params.soft_start
+        self.loop.tune(ControlSettings.of(params))
         self.watch.timeout = params.state_timeout
 
     def readers_missing(self) -> list[str]:
@@ -257,7 +245,6 @@ class ControllerNode(KitNode):
         simulator calls it with each state it publishes (its states are never stale and its
         commands have their reader in the process: neither is watched).
         """
-        restarts = self.loop.restarts
         try:
             stamp_ns = stamp_to_nanoseconds(sec, nanosec) if arrived is None else arrived
             output = self.loop.control(names, positions, velocities, stamp_ns)
@@ -277,10 +264,11 @@ class ControllerNode(KitNode):
             return None
         self._last_stamp = (sec, nanosec)
         say(self, output.said)
-        if self.loop.restarts > restarts:
+        if output.restart and combined(output.restart).counts:
+            why = ", ".join(kind.value for kind in output.restart)
             self.get_logger().info(
-                f"time line restarted from the state stamped {sec}.{nanosec:09d} s (a new target, time went back, "
-                f"or states came back after a gap); controller reset ({self.loop.restarts} restarts so far)"
+                f"time line restarted from the state stamped {sec}.{nanosec:09d} s ({why}); controller reset "
+                f"({self.loop.restarts} restarts so far)"
             )
         out = self.out
         out.publish(self.command_pub, self._command(output, sec, nanosec))

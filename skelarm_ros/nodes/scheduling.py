@@ -8,7 +8,8 @@ slice; from Linux 6.12 a thread may ask for its own, from 0.1 ms to 100 ms, with
 rights needed (``sched_attr.sched_runtime``). :func:`request_time_slice` asks for one
 for every thread of the process and says whether the kernel took it. The nodes'
 ``scheduler_slice`` parameter is :func:`skelarm_ros.nodes.spinning.set_time_slice`;
-``bench loop``'s bare sleeping loop asks the same way. :func:`lower_priority` makes
+``bench loop``'s bare sleeping loop asks the same way; :func:`thread_slices` reads what the
+threads have. :func:`lower_priority` makes
 every thread nicer (the recorder's ``nice``); :func:`process_threads` lists the threads.
 
 This module imports neither rclpy nor numpy.
@@ -48,15 +49,21 @@ class _SchedAttr(ctypes.Structure):
     )
 
 
+def _fair_attr(libc: ctypes.CDLL, calls: tuple[int, int], thread: int) -> _SchedAttr | None:
+    """Return a thread's scheduling attributes; ``None`` when it is gone or not under normal scheduling."""
+    attr = _SchedAttr()
+    if libc.syscall(calls[1], thread, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
+        return None
+    return attr if attr.sched_policy in _FAIR_POLICIES else None
+
+
 def _slice_thread(libc: ctypes.CDLL, calls: tuple[int, int], thread: int, nanoseconds: int) -> int | None:
     """Ask for a slice for one thread, keeping its policy and nice value; return the slice it has (ns).
 
     ``None`` when the thread is gone or not under normal scheduling (a real-time one keeps its policy).
     """
-    attr = _SchedAttr()
-    if libc.syscall(calls[1], thread, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
-        return None
-    if attr.sched_policy not in _FAIR_POLICIES:
+    attr = _fair_attr(libc, calls, thread)
+    if attr is None:
         return None
     attr.size, attr.sched_flags, attr.sched_runtime = ctypes.sizeof(attr), 0, nanoseconds
     if libc.syscall(calls[0], thread, ctypes.byref(attr), 0) != 0:
@@ -67,6 +74,29 @@ def _slice_thread(libc: ctypes.CDLL, calls: tuple[int, int], thread: int, nanose
     if libc.syscall(calls[1], thread, ctypes.byref(attr), ctypes.sizeof(attr), 0) != 0:
         return None
     return int(attr.sched_runtime)
+
+
+def _calls() -> tuple[int, int] | None:
+    """Return this machine's ``sched_setattr`` and ``sched_getattr`` numbers; ``None`` where they are not known."""
+    return _SCHED_ATTR_CALLS.get(platform.machine()) if platform.system() == "Linux" else None
+
+
+def slices_known() -> bool:
+    """Whether this machine's threads can ask for a slice here (Linux on a machine whose system calls are known)."""
+    return _calls() is not None
+
+
+def thread_slices() -> dict[int, int]:
+    """Return the slice (ns) Linux reports for each thread of this process under normal scheduling.
+
+    0 is the kernel's own slice; empty where :func:`slices_known` is false.
+    """
+    calls = _calls()
+    if calls is None:
+        return {}
+    libc = ctypes.CDLL(None, use_errno=True)
+    found = {thread: _fair_attr(libc, calls, thread) for thread in process_threads()}
+    return {thread: int(attr.sched_runtime) for thread, attr in found.items() if attr is not None}
 
 
 def request_time_slice(seconds: float) -> bool | None:
@@ -87,7 +117,7 @@ def request_time_slice(seconds: float) -> bool | None:
     OSError
         When the kernel refuses the call for another reason than a thread having ended.
     """
-    calls = _SCHED_ATTR_CALLS.get(platform.machine()) if platform.system() == "Linux" else None
+    calls = _calls()
     if calls is None:
         return None
     libc = ctypes.CDLL(None, use_errno=True)

@@ -595,8 +595,18 @@ def load_scenario(scenario: str | Path | None) -> skelarm.Scenario:
         If the file is not a usable full scenario (the message names the problem,
         including skelarm's list of known controller types for an unknown type).
     """
-    arm = load_arm(scenario)
-    source = f"scenario file '{arm.path}'"
+    return scenario_of(load_arm(scenario))
+
+
+def scenario_of(arm: ArmSetup) -> skelarm.Scenario:
+    """Return the full skelarm scenario of a file already read (:func:`load_arm`), not reading it again.
+
+    Raises
+    ------
+    ScenarioError
+        As :func:`load_scenario`.
+    """
+    source = f"scenario file '{arm.path}'" if arm.path is not None else "scenario"
     for table in ("task", "controller"):
         if table not in arm.config:
             msg = f"{source} has no [{table}] table; a controller needs a full scenario with [task] and [controller]"

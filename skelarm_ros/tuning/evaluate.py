@@ -6,7 +6,7 @@
 A :class:`Problem` says what is tuned, in values a worker process can be handed: the
 scenario file, the keyword arguments :func:`~skelarm_ros.control.loop.build_control_loop`
 takes from the graph's controller parameters for a hardware run (the caller's,
-:func:`skelarm_ros.cli.predict.loop_settings`: the soft start, the live arm's rules and every
+:class:`~skelarm_ros.control.settings.ControlSettings` of its parameters: the soft start, the live arm's rules and every
 other setting ``hardware:=twin`` gives the controller), and the robust samples' count and
 seed. An :class:`Evaluator` writes each candidate as a scenario (the scenario's tables with
 the new gains), builds its control loop once through ``build_control_loop``, and runs a
@@ -33,6 +33,7 @@ import numpy as np
 from skelarm.recording import dump_toml
 
 from skelarm_ros.control.loop import build_control_loop
+from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.control.twin_run import TwinRun, run_twin
 from skelarm_ros.interface import NANOSECONDS
 from skelarm_ros.sim.engine import ArmEngine
@@ -62,9 +63,8 @@ class Problem:
     ----------
     scenario : str
         The scenario file tuned.
-    loop_settings : dict[str, Any]
-        :func:`~skelarm_ros.control.loop.build_control_loop`'s keyword arguments, as the graph
-        gives the controller for a hardware run (``hardware:=twin``).
+    loop_settings : ControlSettings
+        How the loop runs, as the graph gives the controller for a hardware run (``hardware:=twin``).
     twins : int
         The robust samples' twins (:func:`~skelarm_ros.tuning.samples.robust_samples`).
     seed : int
@@ -72,7 +72,7 @@ class Problem:
     """
 
     scenario: str
-    loop_settings: dict[str, Any] = field(default_factory=dict)
+    loop_settings: ControlSettings = field(default_factory=ControlSettings)
     twins: int = 1
     seed: int = 0
 
@@ -248,7 +248,7 @@ class Evaluator:
 
     def loop(self, gains: Mapping[str, float | list[float]]) -> ControlLoop:
         """Build the candidate's control loop as the graph's controller builds it for a hardware run."""
-        loop, _ = build_control_loop(self.write(gains), **self.problem.loop_settings)
+        loop, _ = build_control_loop(self.write(gains), self.problem.loop_settings)
         return loop
 
     # -- runs --------------------------------------------------------------------------------------------------
