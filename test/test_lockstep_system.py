@@ -55,7 +55,14 @@ def _lockstep_states(probe, tmp_path, scenario, duration: float, frames: int, fr
         simulator = procs.start_node(
             "simulator",
             tmp_path / "simulator.log",
-            {"scenario": scenario, "mode": "lockstep", "command_interface": "joint_commands", "duration": duration},
+            # Step 0 waits for the controller's and the probe's readers, by name, so the probe sees every state.
+            {
+                "scenario": scenario,
+                "mode": "lockstep",
+                "command_interface": "joint_commands",
+                "duration": duration,
+                "state_readers": ["controller", "/probe"],
+            },
         )
         processes.append(simulator)
         probe.spin_until(lambda: probe.node.count_publishers("joint_states") > 0, START_TIMEOUT, "the simulator")
