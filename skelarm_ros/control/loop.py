@@ -20,6 +20,8 @@ and :meth:`ControlLoop.hold` restarts control from the next state after the join
 went stale. On a live arm (``live_arm``) a time line starts at the state after the one its
 start was prepared on (planned, replanned), so no state that waited for the preparation
 starts it; the state it was prepared on is answered with the torque that holds the arm.
+For a servo arm (``servo``, :mod:`~skelarm_ros.control.servo`) each answer's command is the
+servo's goal made from it, and a stopped arm is held where it is.
 
 This module does not import rclpy.
 """
@@ -47,15 +49,18 @@ from skelarm_ros.control.safety import (
     ramp_at,
     soft_start,
 )
+from skelarm_ros.control.servo import ServoGoal, servo_goal
 from skelarm_ros.control.twins import has_fast_model, reads_joints_only, with_fast_model
 from skelarm_ros.interface import (
     BASE_FRAME,
     CONTROLLER_MODELS,
+    EFFORT,
     MODEL_ARM,
     NANOSECONDS,
     PLAN_FROM,
     PLAN_FROM_STATE,
     POINT_CHANNELS,
+    REFERENCE,
     TIME_REVERSAL_MODES,
     Say,
     check_choice,
@@ -162,12 +167,20 @@ class ControlOutput:
         The controller's time (seconds) for this state.
     said : list[Say]
         What this state gives to say (a far start, a joint past its limit), for the caller to log.
+    goal : NDArray[np.float64] | None
+        A servo's goal (rad or rad/s, ``joint_names`` order, :mod:`~skelarm_ros.control.servo`); ``None``: torques.
     """
 
     torque: NDArray[np.float64]
     channels: dict[str, NDArray[np.float64]]
     t: float
     said: list[Say] = field(default_factory=list)
+    goal: NDArray[np.float64] | None = None
+
+    @property
+    def command(self) -> NDArray[np.float64]:
+        """What the driver is sent (``joint_names`` order): the servo's goal, else the torque."""
+        return self.torque if self.goal is None else self.goal
 
 
 class ControlLoop:
@@ -212,6 +225,8 @@ class ControlLoop:
         The arm is a real one behind a driver that holds the last command: a time line starts
         at the state after the one it was prepared on, and a diverging arm is stopped
         (:class:`~skelarm_ros.control.safety.DivergenceGuard`).
+    servo : ServoGoal | None, optional
+        A servo arm's goals made of the answers (:attr:`ControlOutput.command`); ``None``: torques.
 
     Attributes
     ----------
@@ -246,6 +261,7 @@ class ControlLoop:
         drive: JointDrive | None = None,
         limits: JointLimits | None = None,
         live_arm: bool = False,
+        servo: ServoGoal | None = None,
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
         self.skeleton = scenario.skeleton.clone()
@@ -286,6 +302,8 @@ class ControlLoop:
         self._ramp_origin: int | None = None  # stamp (ns) the soft start counts from; None: from the next start
         self._held = False  # control stopped (stale states): the next start is replanned
         self._prepared = False  # the time line's start is prepared: it starts at the next state
+        self.servo = servo
+        self._last_q: NDArray[np.float64] | None = None  # the angles of the last state controlled
 
     def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
         """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
@@ -400,7 +418,7 @@ class ControlLoop:
         self.effort_limits = self._described_efforts if values is None else np.array(values)
 
     def command_torque(self, torque: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Return a torque given in ``joint_names`` order in :attr:`command_joints` order."""
+        """Return a command (a torque or a goal) given in ``joint_names`` order in :attr:`command_joints` order."""
         return torque[self._command_order]
 
     # -- target -----------------------------------------------------------------------------------
@@ -578,9 +596,10 @@ class ControlLoop:
                 raise Rejected(msg)
             self._origin = None
             self._prepared = False
-        if self.stopped is not None:  # a live arm diverged: nothing but zero torque from then on
+        self._last_q = q
+        if self.stopped is not None:  # a live arm diverged: nothing but zero torque (a servo: rest) from then on
             self._last_stamp = stamp_ns
-            return ControlOutput(np.zeros(self.num_joints), {}, self._t)
+            return ControlOutput(np.zeros(self.num_joints), {}, self._t, goal=self.rest_command())
         if self._pending_target is not None:
             self._origin = None
             self._prepared = False
@@ -593,7 +612,8 @@ class ControlLoop:
             said = self._prepare(q, stamp_ns, last)
             if self.live_arm:  # planning took its time: the time line starts at the next state, the arm held here
                 self._last_stamp = stamp_ns
-                return ControlOutput(self._holding_command(q, dq, said), {}, 0.0, said)
+                holding = self._holding_command(q, dq, said)
+                return ControlOutput(holding, {}, 0.0, said, self._servo_command(holding, 0.0, q, dq))
         t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
@@ -607,7 +627,26 @@ class ControlLoop:
             raise Rejected(msg)
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
         torque = self._bounded(torque, q, dq, stamp_ns, channels, said)
-        return ControlOutput(torque, channels, t, said)
+        return ControlOutput(torque, channels, t, said, self._servo_command(torque, t, q, dq))
+
+    def _servo_command(
+        self, torque: NDArray[np.float64], t: float, q: NDArray[np.float64], dq: NDArray[np.float64]
+    ) -> NDArray[np.float64] | None:
+        """Return a servo's goal for this answer (at rest once stopped); ``None`` for an effort driver."""
+        if self.servo is None:
+            return None
+        if self.stopped is not None:
+            return self.servo.rest(q)
+        return self.servo.goal(self.controller, t, q, dq, torque)
+
+    def rest_command(self) -> NDArray[np.float64] | None:
+        """Return the command that leaves the arm at rest (``joint_names`` order): zero torque, or a servo's goal.
+
+        A servo's holds the arm where the last state had it (``None`` before any state).
+        """
+        if self.servo is None:
+            return np.zeros(self.num_joints)
+        return None if self._last_q is None else self.servo.rest(self._last_q)
 
     def _holding_command(self, q: NDArray[np.float64], dq: NDArray[np.float64], said: list[Say]) -> NDArray[np.float64]:
         """Return the command that holds the arm at this state, within the effort and joint limits.
@@ -691,6 +730,8 @@ def build_control_loop(
     soft_start: float = 0.0,
     controller_model: str = MODEL_ARM,
     live_arm: bool = False,
+    interface: str = EFFORT,
+    position_mode: str = REFERENCE,
 ) -> tuple[ControlLoop, list[str]]:
     """Load the controller plugins and a scenario, and build its :class:`ControlLoop`.
 
@@ -704,6 +745,8 @@ def build_control_loop(
         ``effort_limit``, ``velocity_limit``).
     live_arm : bool, optional
         As for :class:`ControlLoop`.
+    interface, position_mode : str, optional
+        What the driver takes and how a servo's goal is made (:func:`~skelarm_ros.control.servo.servo_goal`).
     dt : float, optional
         The control step; ``0`` for the scenario's ``[simulator].dt``. Another step
         rebuilds the controller with it (MPC predicts with the control step).
@@ -718,7 +761,7 @@ def build_control_loop(
     ScenarioError
         If the scenario cannot be used (an unknown controller type names skelarm's known types).
     ValueError
-        If a parameter is out of range (the message names it).
+        If a parameter is out of range, or ``position_mode`` cannot apply (the message names it).
     """
     problems = load_controller_plugins()
     dt = check_non_negative("dt", dt)
@@ -734,6 +777,8 @@ def build_control_loop(
             msg = f"the scenario's controller cannot be built with dt={dt}: {error}"
             raise ScenarioError(msg) from None
         loaded = dataclasses.replace(loaded, controller=controller)
+    kind = str((loaded.source_config or {}).get("controller", {}).get("type", ""))
+    servo = servo_goal(interface, position_mode, loaded.controller, arm.driver, controller_type=kind)
     loop = ControlLoop(
         loaded,
         joint_names=joint_names,
@@ -749,5 +794,6 @@ def build_control_loop(
         drive=arm.drive,
         limits=arm.limits,
         live_arm=live_arm,
+        servo=servo,
     )
     return loop, problems

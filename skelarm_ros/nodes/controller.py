@@ -8,6 +8,8 @@ logging. See docs/controller.md for the parameters, topics and channel messages.
 command is zero torque, whatever stops it short of SIGKILL, and so is its command when the
 joint states go stale or the controller fails; on a live arm (``live_arm``) a diverging arm
 gets zero torque and the node ends with exit code 1 (docs/controller.md, "Driving a real arm").
+A servo arm (``interface`` position or velocity, docs/servo.md) is sent goals instead, and
+held where it is in place of zero torque.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from skelarm_ros.control.progress import TaskProgress
 from skelarm_ros.control.safety import StateWatch
 from skelarm_ros.interface import (
     BASE_FRAME,
-    COMMAND_TOPICS,
     JOINT_COMMANDS,
+    JOINT_STATE_FIELDS,
     JOINT_STATES,
     TARGET,
     channel_topic,
     check_effort_limits,
+    command_topic,
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, HeldBack, IncompatiblePeers, JointStateInput, newest
@@ -104,6 +107,8 @@ class ControllerNode(KitNode):
             soft_start=params.soft_start,
             controller_model=params.controller_model,
             live_arm=params.live_arm,
+            interface=params.interface,
+            position_mode=params.position_mode,
         )
         for problem in problems:
             self.get_logger().warning(problem)
@@ -118,7 +123,7 @@ class ControllerNode(KitNode):
         state_qos = newest(1 if params.live_arm else params.qos_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
-        topic = COMMAND_TOPICS[params.command_interface]
+        topic = command_topic(params.command_interface, params.interface)
         readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
         self.command_pub: Publisher = self.publisher(
             JointState if self._stamped else Float64MultiArray,
@@ -128,8 +133,11 @@ class ControllerNode(KitNode):
         )
         readers.endpoint = self.command_pub
         self._command_topic: str = self.command_pub.topic_name or topic  # as said in the log (a stand-in has none)
-        # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and efforts written into a template.
-        self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
+        # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and values written into a template, in the
+        # field of the interface (effort, position or velocity).
+        self._field = JOINT_STATE_FIELDS.index(params.interface)
+        counts = [len(self.loop.command_joints) if k == self._field else 0 for k in range(3)]
+        self._command_writer = JointStateWriter(self.loop.command_joints, counts)
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
@@ -168,10 +176,12 @@ class ControllerNode(KitNode):
         self._waiting_said = -WAIT_REPORT
         self.create_timer(1.0, self.status, clock=steady)
         model = " + ".join(self.loop.model_terms)
+        servo = self.loop.servo
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
             f"commands on {topic} in the order {self.loop.command_joints}; plans from the {params.plan_from}"
             + (f"; its model has the scenario's {model}" if model else "")
+            + ("" if servo is None else f"; sends {servo.describe()}")
         )
         unlimited = self.loop.unlimited_joints
         if params.live_arm and unlimited:
@@ -291,7 +301,7 @@ class ControllerNode(KitNode):
         topic = self._command_topic
         if self.command_pub.get_subscription_count() == 0:
             self.get_logger().info(
-                f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
+                f"joint states arrive but {topic} has no reader yet (the driver's command controller); "
                 "control starts when it has one",
                 throttle_duration_sec=WAIT_REPORT,
             )
@@ -310,12 +320,13 @@ class ControllerNode(KitNode):
         return super().wrap_up()
 
     def send_zero(self) -> None:
-        """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state)."""
-        zero = self.loop.command_torque(np.zeros(self.loop.num_joints)).tolist()
-        if self._stamped:
-            self.command_pub.publish(self._command_writer.pack(*self._last_stamp, (), (), zero))
-        else:
-            self.command_pub.publish(Float64MultiArray(data=zero))
+        """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state).
+
+        A servo arm is sent the goal that holds it where the last state had it (nothing before any state).
+        """
+        rest = self.loop.rest_command()
+        if rest is not None:
+            self.command_pub.publish(self._message(rest, *self._last_stamp))
 
     def check_states(self, now: float | None = None) -> None:
         """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next.
@@ -361,10 +372,16 @@ class ControllerNode(KitNode):
             )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
-        torque = self.loop.command_torque(output.torque).tolist()
-        if self._stamped:
-            return self._command_writer.pack(sec, nanosec, (), (), torque)
-        return Float64MultiArray(data=torque)
+        return self._message(output.command, sec, nanosec)
+
+    def _message(self, command: np.ndarray, sec: int, nanosec: int) -> bytes | Float64MultiArray:
+        """Return a command (``joint_names`` order) as sent: in command order; stamped, in its interface's field."""
+        values = self.loop.command_torque(command).tolist()
+        if not self._stamped:
+            return Float64MultiArray(data=values)
+        fields: list[list[float]] = [[], [], []]
+        fields[self._field] = values
+        return self._command_writer.pack(sec, nanosec, *fields)
 
     def _channel_messages(
         self, output: ControlOutput, sec: int, nanosec: int, unread: bool
