@@ -22,10 +22,14 @@ import numpy as np
 from skelarm_ros.bags.bag_to_log.samples import ConversionError, NameMap, Rows, Samples, Stream
 from skelarm_ros.bags.cdr import JointStateLayout
 from skelarm_ros.interface import (
+    ARRAY_COMMAND_TOPICS,
+    EFFORT,
     FLOAT_ARRAY_TYPE,
     JOINT_STATE_TYPE,
     NANOSECONDS,
     POINT_TYPE,
+    POSITION,
+    VELOCITY,
     WRENCH_TYPE,
     default_joint_names,
     stamp_to_nanoseconds,
@@ -42,6 +46,19 @@ if TYPE_CHECKING:
 
 PROGRESS_MIN_MESSAGES = 5000
 EARLY_COMMANDS = 1000  # commands logged before the first state that are kept for it (the newest)
+COMMAND_FIELDS = (EFFORT, POSITION, VELOCITY)
+"""The fields a JointState command may carry, in the order one is chosen: the first its messages carry."""
+
+
+def command_kind(topic: str, message: Any) -> str:
+    """Return what a command topic's message carries: ``effort``, or a servo's ``position`` or ``velocity`` goals.
+
+    A ``Float64MultiArray`` by its topic (``<kind>_controller/commands``, effort for any other); a
+    JointState by the first of :data:`COMMAND_FIELDS` it carries (empty when it carries none).
+    """
+    if not hasattr(message, "name"):
+        return next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)
+    return next((kind for kind in COMMAND_FIELDS if len(getattr(message, kind))), "")
 
 
 @dataclass
@@ -187,12 +204,15 @@ class _Collector:
             floats = message.data
             row[: min(len(floats), len(row))] = floats[: len(row)]
             stream.carried += len(floats) > 0
+            stream.kind = stream.kind or command_kind(topic, message)
         elif topic == self.plan.command_topic:
             if stream.namemap is None and self.statemap is not None:
                 stream.namemap = NameMap(self.statemap.joints, self.statemap.unnamed_as)
-            if stream.namemap is not None:
-                stream.namemap.fill(row, message.name, message.effort)
-                stream.carried += len(message.effort) > 0
+            stream.kind = stream.kind or command_kind(topic, message)
+            if stream.namemap is not None and stream.kind:
+                values = getattr(message, stream.kind)
+                stream.namemap.fill(row, message.name, values)
+                stream.carried += len(values) > 0
         else:
             row[: min(len(message.position), len(row))] = message.position[: len(row)]
         if msgtype != FLOAT_ARRAY_TYPE:
@@ -265,24 +285,28 @@ class _Collector:
         raise ConversionError(msg)
 
     def _check_commands(self, statemap: NameMap) -> None:
-        """Refuse a given command topic without effort for the log's joints; leave a found one out with a note."""
+        """Refuse a given command topic without commands for the log's joints; leave a found one out with a note.
+
+        A JointState command carries effort, or a servo's position or velocity goals (the first
+        of those fields its messages carry).
+        """
         topic = self.plan.command_topic
         stream = self.streams.get(topic) if topic else None
         if topic is None or stream is None:
             return
         if stream.carried == 0:
-            what = "empty data" if stream.msgtype == FLOAT_ARRAY_TYPE else "no effort (positions or velocities only)"
+            what = "empty data" if stream.msgtype == FLOAT_ARRAY_TYPE else "no effort, position or velocity"
         elif stream.namemap is not None and len(stream.namemap.never_carried) == len(statemap.joints):
-            what = f"effort for other joints only ({', '.join(stream.namemap.carried)})"
+            what = f"{stream.kind} for other joints only ({', '.join(stream.namemap.carried)})"
         else:
             return
-        problem = f"'{topic}' carries no effort for the joints {statemap.joints}: its messages have {what}"
+        problem = f"'{topic}' carries no commands for the joints {statemap.joints}: its messages have {what}"
         if self.plan.command_auto:
             del self.streams[topic]
             self.bag.notes.append(f"{problem}; tau is the joint states' effort")
             return
         msg = (
-            f"--command-topic {problem}; choose a topic of effort commands, "
+            f"--command-topic {problem}; choose a topic of effort commands or a servo's goals, "
             "or drop --command-topic to take tau from the joint states' effort"
         )
         raise ConversionError(msg)

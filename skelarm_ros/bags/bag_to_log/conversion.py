@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from skelarm_ros.bags.bag_to_log.alignment import align
+from skelarm_ros.bags.bag_to_log.alignment import GOAL_UNITS_OF, align
 from skelarm_ros.bags.bag_to_log.collection import collect
 from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra
 from skelarm_ros.bags.bag_to_log.samples import ConversionError
@@ -149,6 +149,9 @@ def bag_to_log(
     aligned.channel_meta.update(joint_units(collected.joints, kinds))
     if "measured_effort" in aligned.channel_meta:  # in the unit of the joints' efforts, as tau is
         aligned.channel_meta["measured_effort"]["unit"] = aligned.channel_meta["tau"]["unit"]
+    for goal, state in GOAL_UNITS_OF.items():  # a servo's goals in the unit of the angles or velocities they are
+        if goal in aligned.channel_meta:
+            aligned.channel_meta[goal]["unit"] = aligned.channel_meta[state]["unit"]
     extra = log_extra(
         plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
     )
