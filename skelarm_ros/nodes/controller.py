@@ -319,14 +319,16 @@ class ControllerNode(KitNode):
         self.get_logger().info(f"stopped; {self.progress.summary()}; {self.latency.text()}")
         return super().wrap_up()
 
-    def send_zero(self) -> None:
+    def send_zero(self) -> bool:
         """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state).
 
-        A servo arm is sent the goal that holds it where the last state had it (nothing before any state).
+        A servo arm is sent the goal that holds it where the last state had it (nothing before any
+        state). Return whether a command went out.
         """
         rest = self.loop.rest_command()
         if rest is not None:
             self.command_pub.publish(self._message(rest, *self._last_stamp))
+        return rest is not None
 
     def check_states(self, now: float | None = None) -> None:
         """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next.
@@ -349,14 +351,17 @@ class ControllerNode(KitNode):
         if not self.params.zero_on_stop:
             return
         try:
-            self.send_zero()
+            if not self.send_zero():
+                self.get_logger().info("no state came: no goal to hold the servo arm at was sent")
+                return
             unacked = wait_for_acknowledgements([self.command_pub], ZERO_ACK_TIMEOUT, stopped=lambda: False)
         except Exception as error:  # the context may already be gone: say it, the node ends anyway
             self.get_logger().error(f"could not send the last zero command: {type(error).__name__}: {error}")
             return
         # A reader acknowledges at the writer's next heartbeat (up to seconds apart), not per message.
         later = f" (not acknowledged by every reader within {ZERO_ACK_TIMEOUT:g} s)" if unacked else ""
-        self.get_logger().info(f"sent zero torque on {self._command_topic} as the last command{later}")
+        what = "zero torque" if self.loop.servo is None else "the goal holding the arm where it was"
+        self.get_logger().info(f"sent {what} on {self._command_topic} as the last command{later}")
 
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""
