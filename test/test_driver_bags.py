@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skelarm
-from bagwriter import joint_state, write_bag
+from bagwriter import float_array, joint_state, write_bag
 from driverbags import FRANKA_ARM, FRANKA_FINGERS, SERVO_JOINTS, WALL, driven_run, franka_ros1, servo_arm
 
 from skelarm_ros.bags.bag_to_log import ConversionError, bag_to_log, main
@@ -97,6 +97,27 @@ def test_goals_found_beside_the_states_are_the_goal_channel_and_tau_the_joint_st
     assert log.extra["effort"]["source"] == "joint_states"
     np.testing.assert_array_equal(log.channel("tau"), [[0.5, 0.25]] * 10)
     np.testing.assert_array_equal(log.channel("goal_position"), [[k + 1, -k] for k in range(10)])
+
+
+def test_a_servos_array_goals_go_to_the_joints_command_joints_names_and_a_count_that_cannot_fit_is_refused(
+    tmp_path, capsys
+):
+    messages = []
+    for k in range(10):  # the states name a gripper beside the arm; the goals are the arm's, elbow first
+        stamp = WALL + k * 4_000_000
+        messages.append(("/joint_states", stamp + 1, joint_state(stamp, ("gripper", "shoulder", "elbow"), (0, k, -k))))
+        messages.append(("/position_controller/commands", stamp + 2, float_array([-k - 0.5, k + 0.5])))
+    bag = write_bag(tmp_path / "bag", messages)
+    out = tmp_path / "o.sklog.npz"
+    assert refused(capsys, [str(bag), "-o", str(out)]) == (
+        "'/position_controller/commands' carries 2 values per message (a Float64MultiArray, no names) but the joint "
+        "states have 3 joints ['gripper', 'shoulder', 'elbow']; pass --command-joints with the names of its values "
+        "in their order (the controller's command_joints)"
+    )
+    assert main([str(bag), "-o", str(out), "--command-joints", "elbow,shoulder"]) == 0
+    goals = skelarm.StateLog.load(out).channel("goal_position")
+    np.testing.assert_array_equal(goals[:, 1:], [[k + 0.5, -k - 0.5] for k in range(10)])  # from the state before
+    assert np.isnan(goals[:, 0]).all()  # no goal for the gripper
 
 
 def test_commands_for_other_joints_only_are_refused(tmp_path):

@@ -107,10 +107,13 @@ class Collected:
 class _Collector:
     """The pass's state: the joint states' rows, the other topics' streams, and the commands that came early."""
 
-    def __init__(self, bag: Bag, plan: TopicPlan, joints: Sequence[str] | None) -> None:
+    def __init__(
+        self, bag: Bag, plan: TopicPlan, joints: Sequence[str] | None, command_joints: Sequence[str] = ()
+    ) -> None:
         self.bag = bag
         self.plan = plan
         self.joints = joints
+        self.command_joints = list(command_joints)
         self.capacity = bag.topics[plan.joint_topic].count
         self.statemap: NameMap | None = None
         self.state = Rows(0)  # replaced at the first state: q, dq, tau side by side, one row per message
@@ -202,8 +205,9 @@ class _Collector:
             row[1] = message.point.y
         elif msgtype == FLOAT_ARRAY_TYPE:
             floats = message.data
-            row[: min(len(floats), len(row))] = floats[: len(row)]
-            stream.carried += len(floats) > 0
+            if len(floats):
+                self._array_names(stream, len(floats)).fill(row, [], floats)
+                stream.carried += 1
             stream.kind = stream.kind or command_kind(topic, message)
         elif topic == self.plan.command_topic:
             if stream.namemap is None and self.statemap is not None:
@@ -218,6 +222,30 @@ class _Collector:
         if msgtype != FLOAT_ARRAY_TYPE:
             stream.stamps.put(stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec))
         stream.logs.put(log_time)
+
+    def _array_names(self, stream: Stream, count: int) -> NameMap:
+        """Return how an array's values (no names) go into the joints' columns: ``command_joints``, or joint order.
+
+        Raises
+        ------
+        ConversionError
+            If the array has another count of values than the names given (or, without them, the joints).
+        """
+        if stream.namemap is not None and len(stream.namemap.unnamed_as) == count:
+            return stream.namemap
+        assert self.statemap is not None  # a command waits for the first state (other)
+        joints = self.statemap.joints
+        names = self.command_joints or joints
+        if len(names) != count:
+            given = "--command-joints names" if self.command_joints else "the joint states have"
+            msg = (
+                f"'{stream.topic}' carries {count} values per message (a Float64MultiArray, no names) but {given} "
+                f"{len(names)} joints {names}; pass --command-joints with the names of its values in their order (the "
+                "controller's command_joints)"
+            )
+            raise ConversionError(msg)
+        stream.namemap = NameMap(joints, unnamed_as=names)
+        return stream.namemap
 
     def _new_stream(self, topic: str, msgtype: str, message: Any) -> Stream:
         """Make a topic's stream, its width from the type (a point, the joints, or the first message's values)."""
@@ -313,7 +341,12 @@ class _Collector:
 
 
 def collect(
-    bag: Bag, plan: TopicPlan, *, joints: Sequence[str] | None = None, progress: IO[str] | None = None
+    bag: Bag,
+    plan: TopicPlan,
+    *,
+    joints: Sequence[str] | None = None,
+    command_joints: Sequence[str] = (),
+    progress: IO[str] | None = None,
 ) -> Collected:
     """Read the planned topics in one pass, in log-time order.
 
@@ -325,17 +358,20 @@ def collect(
         What to read.
     joints : Sequence[str] | None, optional
         Joint names and their column order; by default as in the first joint state.
+    command_joints : Sequence[str], optional
+        The joints of a Float64MultiArray command's values, in their order; by default the joints'.
     progress : IO[str] | None, optional
         Where to draw a progress bar (for more than :data:`PROGRESS_MIN_MESSAGES` messages).
 
     Raises
     ------
     ConversionError
-        If the first joint state has no joints, or none could be decoded.
+        If the first joint state has no joints, or none could be decoded, or an array command's count
+        is not that of ``command_joints`` (by default the joints).
     BagError
         If the bag turns out to be damaged while reading.
     """
-    collector = _Collector(bag, plan, joints)
+    collector = _Collector(bag, plan, joints, command_joints)
     total = sum(bag.topics[topic].count for topic in plan.wanted)
     bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
     showing = bar.stream is not None

@@ -82,6 +82,7 @@ def bag_to_log(
     command_topic: str | None = None,
     wrench_topic: str | None = None,
     joints: Sequence[str] | None = None,
+    command_joints: Sequence[str] = (),
     clock: str = "header",
     scenario: str | Path | None = None,
     recover: bool = False,
@@ -98,14 +99,17 @@ def bag_to_log(
     joint_topic : str | None, optional
         The JointState topic; by default the only one (see :func:`choose_joint_topic`).
     command_topic : str | None, optional
-        Effort commands (JointState ``effort`` or Float64MultiArray in joint order) for
-        ``tau``; by default ``joint_commands`` or ``effort_controller/commands`` next to
-        the joint topic when present, else ``tau`` is the joint states' effort.
+        Effort commands (JointState ``effort`` or Float64MultiArray) for ``tau``, or a servo's
+        goals; by default ``joint_commands`` or ``<kind>_controller/commands`` next to the
+        joint topic when present, else ``tau`` is the joint states' effort.
     wrench_topic : str | None, optional
         WrenchStamped tip force for ``ext_force``; by default ``tip_wrench`` next to the
         joint topic when present.
     joints : Sequence[str] | None, optional
         Joint names and their column order; by default as in the first message.
+    command_joints : Sequence[str], optional
+        The joints of a Float64MultiArray command's values, in their order (the controller's
+        ``command_joints``); by default the joints, in column order.
     clock : str, optional
         ``header`` (stamps, a zero stamp falls back to log time) or ``log``.
     scenario : str | Path | None, optional
@@ -140,7 +144,7 @@ def bag_to_log(
             wrench_topic=wrench_topic,
             read_description=arm is None,
         )
-        collected = collect(bag, plan, joints=joints, progress=progress)
+        collected = collect(bag, plan, joints=joints, command_joints=command_joints, progress=progress)
     aligned = align(collected, plan, header=clock == "header")
     skeleton, skeleton_source, notes = resolve_skeleton(
         collected.joints, arm=arm, urdf=collected.urdf, description=plan.description
