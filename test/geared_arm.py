@@ -27,7 +27,7 @@ import numpy as np
 import skelarm
 from bagwriter import NS, START, joint_state, write_bag
 from excite import robot_tables, write_toml
-from mujoco_arm import SIM_STEP, mujoco_xml
+from mujoco_arm import SIM_STEP, Servos, actuate, mujoco_xml
 
 from skelarm_ros.identification import excitation
 from skelarm_ros.sim.engine import set_joints
@@ -84,7 +84,10 @@ class Run:
 
 
 class GearedArm:
-    """The MuJoCo arm and its driver (a tick every ``period``, commands acting ``delay`` after the state)."""
+    """The MuJoCo arm and its driver (a tick every ``period``, commands acting ``delay`` after the state).
+
+    With ``servos`` the joints have servos (:class:`mujoco_arm.Servos`): the commands are their goals.
+    """
 
     def __init__(
         self,
@@ -93,12 +96,13 @@ class GearedArm:
         *,
         delay: float = DELAY,
         period: float = PERIOD,
+        servos: Servos | None = None,
     ):
         self.arm = arm if arm is not None else true_arm()
         self.drive = drive
         self.delay = delay
         self.period = period
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, drive, GRAVITY))
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(self.arm, drive, GRAVITY, servos=servos))
         self.data = mujoco.MjData(self.model)
         self.sub = round(period / SIM_STEP)
 
@@ -113,8 +117,8 @@ class GearedArm:
         return float(self.data.time)
 
     def step(self, tau) -> np.ndarray:
-        """One MuJoCo step of :data:`SIM_STEP` under the motor command ``tau``; the motors' torque over it."""
-        self.data.ctrl[:] = tau
+        """One MuJoCo step of :data:`SIM_STEP` under the motor command ``tau`` (``None``: none yet); their torque."""
+        actuate(self.model, self.data, tau)
         mujoco.mj_step(self.model, self.data)
         return self.data.actuator_force.copy()
 
@@ -125,7 +129,7 @@ class GearedArm:
         frames = round(duration / self.period) + 1
         lag = round(self.delay / SIM_STEP)
         pending: deque[tuple[int, np.ndarray]] = deque()
-        applied = np.zeros(n)
+        applied = None  # no command yet: no torque
         last = np.zeros(n)
         rows = {key: np.zeros((frames, n)) for key in ("q", "dq", "effort", "command", "true_q")}
         for k in range(frames):
