@@ -49,6 +49,12 @@ from skelarm_ros.identification.regressor import (
     fit,
     structure,
 )
+from skelarm_ros.identification.servo import (
+    ServoEstimate,
+    identify_servo,
+    servo_into,
+    servo_report,
+)
 from skelarm_ros.identification.twin import (
     TABLE,
     Prediction,
@@ -113,6 +119,8 @@ class Result:
         Where the velocities came from.
     prior_drive : JointDrive | None
         The prior's armature and friction.
+    servo : ServoEstimate | None
+        A servo arm's servo, from the runs' position goals (:mod:`~skelarm_ros.identification.servo`).
     """
 
     joints: list[str]
@@ -133,6 +141,7 @@ class Result:
     lags: list[tuple[str, float, float]] = field(default_factory=list)
     velocity: str = ""
     prior_drive: JointDrive | None = None
+    servo: ServoEstimate | None = None
 
 
 def _prior(scenario: str | Path | None) -> ArmSetup | None:
@@ -401,11 +410,12 @@ def identify(
         initial_q=first[0] if len(first) else np.zeros(len(names)),
         record=_record(inputs, base, params, samples),
     )
+    servo = servo_into(config, inputs, options, names, prior_setup)
     twin = twin_skeleton(config)
     result = Result(
         names, samples, base, params, config, twin, geometry, grav_vec, source, [r.effort for r in recordings]
     )
-    result.assessment, result.filter, result.prior_drive = assessment, why, prior_drive
+    result.assessment, result.filter, result.prior_drive, result.servo = assessment, why, prior_drive, servo
     result.velocity = _velocity_words(recordings, assessment)
     for recording in recordings:
         lag = command_lag(recording)
@@ -503,6 +513,8 @@ def report_lines(result: Result) -> list[str]:
         )
     )
     lines += _twin_lines(result)
+    if result.servo is not None:
+        lines += servo_report(result.servo)
     for prediction in result.predictions:
         twin_error = Prediction.error(prediction.twin, prediction.measured)
         line = (
@@ -638,12 +650,17 @@ def _outputs(args: argparse.Namespace) -> list[Path]:
 
 
 def _identify(args: argparse.Namespace) -> tool.Done:
+    bag = BagOptions(args.joint_topic, args.command_topic, args.clock, args.recover)
+    joints = split_names(args.joints) or None
+    servo_only = identify_servo(args.inputs, args.output, prior=_prior(args.scenario), bag=bag, joints=joints)
+    if servo_only is not None:  # a servo arm's goals without torque: the servo told, the dynamics the prior's
+        return tool.Done(report=servo_only)
     result = identify(
         args.inputs,
         args.output,
         scenario=args.scenario,
-        bag=BagOptions(args.joint_topic, args.command_topic, args.clock, args.recover),
-        joints=split_names(args.joints) or None,
+        bag=bag,
+        joints=joints,
         start=_numbers(args.start, "--start"),
         end=_numbers(args.end, "--end"),
         validate=args.validate,
