@@ -266,3 +266,19 @@ def run_on_the_standin(driver: Mapping[str, object], arguments: Sequence[str], f
         codes = [end(launch), end(standin)]
         probe.close()
     assert code == 0 and codes == [0, 0], logs(folder)
+
+
+def run_launch(arguments: Sequence[str], timeout: float = 180.0) -> str:
+    """Run ``skelarm-ros launch sim`` with ``arguments`` to its end (a lockstep run's ``duration``); its output.
+
+    Fails unless it exits with 0.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout

@@ -18,8 +18,6 @@ stand-in driver, test/standin_driver.py with ``engine:=mujoco``, and the real gr
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -107,23 +105,7 @@ def test_over_ros_the_twins_lockstep_run_predicts_the_arms_hardware_none_reach(a
     hardware_bag, twin_bag = tmp_path / "hardware_bag", tmp_path / "twin_bag"
     run_on_the_arm(arms, hardware_bag, tmp_path)
     arguments = [f"scenario:={arms['twin_driver']}", "hardware:=twin", "mode:=lockstep", f"duration:={REACH}"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "skelarm_ros.cli",
-            "launch",
-            "sim",
-            *arguments,
-            f"joint_names:={NAMES}",
-            f"record:={twin_bag}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180.0,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    procs.run_launch([*arguments, f"joint_names:={NAMES}", f"record:={twin_bag}"])
     hardware, twin = load_angles(hardware_bag), load_angles(twin_bag)
     assert hardware.commanded and twin.commanded  # both timed from the state their first command answers
     measured, nominal_model = errors(hardware, twin, prediction(arms["nominal_driver"]))

@@ -21,8 +21,6 @@ the servo's, by name (``bag_to_log --command-joints``).
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,14 +150,7 @@ def test_a_tracking_controllers_reference_reaches_on_the_servo_arm_and_the_twin_
     assert tip_error(path, q) < load_scenario(str(path)).task.tolerance
     arguments = [f"scenario:={path}", "hardware:=twin", "mode:=lockstep", f"duration:={REACH}"]
     arguments += ["interface:=position", "position_mode:=reference", f"joint_names:={','.join(ARM_JOINTS)}"]
-    done = subprocess.run(
-        [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments, f"record:={twin_bag}"],
-        capture_output=True,
-        text=True,
-        timeout=180.0,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    procs.run_launch([*arguments, f"record:={twin_bag}"])
     hardware, twin = load_angles(hardware_bag), load_angles(twin_bag)
     assert hardware.commanded and twin.commanded  # both timed from the state their first goal answers
     measured = compare_angles(hardware, twin)
