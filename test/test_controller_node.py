@@ -150,6 +150,11 @@ def test_a_servo_arms_goals_go_out_on_its_topic_or_in_the_position_field_in_comm
     node.send_zero()  # a servo arm is held where the last state had it, not sent zero
     rest = capture.messages[-1]
     assert (list(rest.position) if interface == "joint_commands" else list(rest.data)) == [0.2, 0.1]
+    start = time.monotonic()
+    for look in range(1, 500):  # the timer's looks, each counting at most its period: the states go stale
+        node.check_states(start + 0.01 * look)
+    assert len(capture.messages) == 3 and node.watch.stale
+    assert node.watch.rest == node.rest == "the goal holding the arm where it was"
 
 
 def test_a_servo_arm_gets_no_goal_to_rest_at_before_any_state(make_node, servo_scenario):

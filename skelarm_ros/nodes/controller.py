@@ -110,6 +110,8 @@ class ControllerNode(KitNode):
             interface=params.interface,
             position_mode=params.position_mode,
         )
+        self.rest = "zero torque" if self.loop.servo is None else "the goal holding the arm where it was"
+        """What a stop sends, as the log says it: zero torque, or a servo arm's goal where it is."""
         for problem in problems:
             self.get_logger().warning(problem)
         self.thread_priority = params.thread_priority
@@ -165,7 +167,7 @@ class ControllerNode(KitNode):
         self.state_input = JointStateInput(
             self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
         )
-        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name, WATCH_PERIOD)
+        self.watch = StateWatch(params.state_timeout, self.state_input.subscription.topic_name, WATCH_PERIOD, self.rest)
         self.latency = LoopLatency(warn=params.live_arm)
         self._sent = 0.0  # when the last command went out (monotonic s)
         self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
@@ -273,7 +275,7 @@ class ControllerNode(KitNode):
             self.failures += 1
             self.send_zero()
             self.get_logger().error(
-                f"the controller failed on a joint state ({self.failures} so far, zero torque sent): "
+                f"the controller failed on a joint state ({self.failures} so far, {self.rest} sent): "
                 f"{type(error).__name__}: {error}",
                 throttle_duration_sec=WARN_PERIOD,
             )
@@ -360,8 +362,7 @@ class ControllerNode(KitNode):
             return
         # A reader acknowledges at the writer's next heartbeat (up to seconds apart), not per message.
         later = f" (not acknowledged by every reader within {ZERO_ACK_TIMEOUT:g} s)" if unacked else ""
-        what = "zero torque" if self.loop.servo is None else "the goal holding the arm where it was"
-        self.get_logger().info(f"sent {what} on {self._command_topic} as the last command{later}")
+        self.get_logger().info(f"sent {self.rest} on {self._command_topic} as the last command{later}")
 
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""
