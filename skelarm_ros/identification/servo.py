@@ -122,7 +122,8 @@ def read_servo_run(path: str | Path, options: BagOptions | None = None) -> Servo
         dq = differentiate(time, q)
     effort = _channel(log, "tau", q.shape[1])
     source_of_tau = log.extra.get("effort", {}).get("source") if isinstance(log.extra.get("effort"), dict) else None
-    measured = effort is not None and source_of_tau == "joint_states" and bool(np.nanstd(effort) > 0.0)
+    finite = None if effort is None else effort[np.isfinite(effort)]
+    measured = finite is not None and source_of_tau == "joint_states" and finite.size > 1 and bool(np.std(finite) > 0)
     return ServoRun(source, _joint_names(log, q.shape[1]), time, q, dq, goals, effort if measured else None)
 
 
