@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 JOINT_STATES = "joint_states"
 EFFORT_COMMANDS = "effort_controller/commands"
+POSITION_COMMANDS = "position_controller/commands"
+VELOCITY_COMMANDS = "velocity_controller/commands"
 JOINT_COMMANDS = "joint_commands"
 TIP_WRENCH = "tip_wrench"
 TIP = "tip"
@@ -61,10 +63,33 @@ a zero stamp among them is the first instant, not an unset one."""
 # -- commands -------------------------------------------------------------------------------------------
 
 COMMANDS = "commands"
-"""``command_interface`` value: ``std_msgs/Float64MultiArray`` on :data:`EFFORT_COMMANDS` (ros2_control)."""
+"""``command_interface`` value: ``std_msgs/Float64MultiArray`` on the interface's forward command controller's
+topic (:data:`ARRAY_COMMAND_TOPICS`, ros2_control)."""
 COMMAND_INTERFACES = (COMMANDS, JOINT_COMMANDS)
 COMMAND_TOPICS = {COMMANDS: EFFORT_COMMANDS, JOINT_COMMANDS: JOINT_COMMANDS}
-"""The topic each command interface publishes on."""
+"""The topic each command interface publishes an effort command on (:func:`command_topic` for any interface)."""
+
+EFFORT = "effort"
+POSITION = "position"
+VELOCITY = "velocity"
+INTERFACES = (EFFORT, POSITION, VELOCITY)
+"""What an arm's driver takes (ros2_control's joint command interfaces): torques, or a servo's position or velocity
+goals. A ``joint_commands`` message carries its command in the field of that name (docs/interfaces.md)."""
+JOINT_STATE_FIELDS = (POSITION, VELOCITY, EFFORT)
+"""The value fields of a ``sensor_msgs/JointState``, in its order."""
+ARRAY_COMMAND_TOPICS = {EFFORT: EFFORT_COMMANDS, POSITION: POSITION_COMMANDS, VELOCITY: VELOCITY_COMMANDS}
+"""The ``Float64MultiArray`` topic of each interface, as ros2_control's forward command controllers name theirs."""
+REFERENCE = "reference"
+STIFFNESS = "stiffness"
+POSITION_MODES = (REFERENCE, STIFFNESS)
+"""``position_mode`` values: how a controller's answer becomes a servo's goal: a tracking controller's reference, or
+the controller's torque through the servo's stiffness (docs/servo.md)."""
+
+
+def command_topic(command_interface: str, interface: str = EFFORT) -> str:
+    """Return the topic commands go on: ``joint_commands``, or the interface's ``<kind>_controller/commands``."""
+    return JOINT_COMMANDS if command_interface == JOINT_COMMANDS else ARRAY_COMMAND_TOPICS[interface]
+
 
 # -- effort timing: which step a torque at frame k acted over (docs/interfaces.md) -------------------------
 
@@ -103,7 +128,17 @@ POINT_CHANNELS = frozenset({"endpoint", "equilibrium", "apparent_initial"})
 
 Every other channel is per joint or scalar (``sensor_msgs/JointState``, values in ``position``)."""
 
-ARM_TOPICS = (JOINT_STATES, JOINT_COMMANDS, EFFORT_COMMANDS, TIP_WRENCH, TIP, TARGET, ROBOT_DESCRIPTION)
+ARM_TOPICS = (
+    JOINT_STATES,
+    JOINT_COMMANDS,
+    EFFORT_COMMANDS,
+    POSITION_COMMANDS,
+    VELOCITY_COMMANDS,
+    TIP_WRENCH,
+    TIP,
+    TARGET,
+    ROBOT_DESCRIPTION,
+)
 """The arm graph's topics a recording keeps (besides every ``controller/<channel>``)."""
 
 

@@ -2,12 +2,16 @@
 
 :func:`mujoco_xml` writes a skelarm arm as a MuJoCo model (hinges about z in the x-y
 plane, per joint a hinge ``armature``, ``damping`` and ``frictionloss``, one motor per
-joint); :class:`MujocoArm` steps it with RK4 at :data:`SIM_STEP` under a held torque. The
-geared arm of the identification tests (``geared_arm.py``) and the stand-in driver
-(``standin_driver.py``) both use it.
+joint, or with :class:`Servos` one servo per joint: MuJoCo's own position actuator, a PD
+``kp (goal - q) - kv dq``, or velocity actuator ``kv (goal - dq)``, saturated at a torque
+limit, as a servo's firmware runs it); :class:`MujocoArm` steps it with RK4 at
+:data:`SIM_STEP` under a held torque (or goal). The geared arm of the identification tests
+(``geared_arm.py``) and the stand-in driver (``standin_driver.py``) both use it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import mujoco
 import numpy as np
@@ -18,12 +22,41 @@ from skelarm_ros.sim.scenario import JointDrive
 SIM_STEP = 0.0005  # s: MuJoCo's step
 
 
+@dataclass(frozen=True)
+class Servos:
+    """A servo per joint: its interface (``position`` or ``velocity``), gains and torque limit, per joint.
+
+    ``kp`` (N*m/rad) and ``kd`` (N*m*s/rad, on the joint's velocity) for position, ``kv``
+    (N*m*s/rad) for velocity; ``limit`` (N*m) saturates the servo's torque.
+    """
+
+    interface: str
+    limit: tuple[float, ...]
+    kp: tuple[float, ...] = ()
+    kd: tuple[float, ...] = ()
+    kv: tuple[float, ...] = ()
+
+    def actuator(self, k: int) -> str:
+        """The MuJoCo actuator of joint ``k``."""
+        saturated = f'forcelimited="true" forcerange="{-self.limit[k]!r} {self.limit[k]!r}"'
+        if self.interface == "position":
+            return f'<position joint="j{k + 1}" kp="{self.kp[k]!r}" kv="{self.kd[k]!r}" {saturated}/>'
+        return f'<velocity joint="j{k + 1}" kv="{self.kv[k]!r}" {saturated}/>'
+
+
 def mujoco_xml(
-    arm: skelarm.Skeleton, drive: JointDrive, gravity=(0.0, 0.0), *, step: float = SIM_STEP, stops: bool = False
+    arm: skelarm.Skeleton,
+    drive: JointDrive,
+    gravity=(0.0, 0.0),
+    *,
+    step: float = SIM_STEP,
+    stops: bool = False,
+    servos: Servos | None = None,
 ) -> str:
     """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors.
 
-    With ``stops`` each hinge stops at the link's joint limits (a real arm's mechanical stops).
+    With ``stops`` each hinge stops at the link's joint limits (a real arm's mechanical stops);
+    with ``servos`` each joint has a servo in place of its motor.
     """
 
     def n(value) -> str:
@@ -45,7 +78,9 @@ def mujoco_xml(
             f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
         )
         offset = p.length
-    motors = "".join(f'<motor joint="j{k + 1}" gear="1"/>' for k in range(arm.num_joints))
+    motors = "".join(
+        f'<motor joint="j{k + 1}" gear="1"/>' if servos is None else servos.actuator(k) for k in range(arm.num_joints)
+    )
     return (
         '<mujoco model="planar_arm"><compiler angle="radian"/>'
         f'<option timestep="{n(step)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
@@ -67,14 +102,22 @@ class MujocoArm:
         Planar gravity (m/s^2).
     stops : bool
         Whether the joints stop at the links' limits.
+    servos : Servos | None
+        A servo per joint in place of the motors: :meth:`step` takes goals.
     """
 
     def __init__(
-        self, arm: skelarm.Skeleton, drive: JointDrive | None = None, gravity=(0.0, 0.0), *, stops: bool = False
+        self,
+        arm: skelarm.Skeleton,
+        drive: JointDrive | None = None,
+        gravity=(0.0, 0.0),
+        *,
+        stops: bool = False,
+        servos: Servos | None = None,
     ) -> None:
         self.num_joints = arm.num_joints
         drive = drive if drive is not None else JointDrive.ideal(arm.num_joints)
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity, stops=stops))
+        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity, stops=stops, servos=servos))
         self.data = mujoco.MjData(self.model)
         self.t = 0.0
         self.reset(arm.q)
@@ -94,8 +137,26 @@ class MujocoArm:
     def dq(self) -> np.ndarray:
         return self.data.qvel.copy()
 
+    @property
+    def torque(self) -> np.ndarray:
+        """The motors' (or servos') torque of the last step (N*m)."""
+        return self.data.actuator_force.copy()
+
     def step(self, tau, steps: int = 1) -> None:
-        """``steps`` MuJoCo steps of :data:`SIM_STEP` under the joint torque ``tau`` (N*m)."""
-        self.data.ctrl[:] = tau
+        """``steps`` MuJoCo steps of :data:`SIM_STEP` under the joint torque (or the servos' goal) ``tau``.
+
+        ``None``: no command yet, the motors (servos) give no torque.
+        """
+        actuate(self.model, self.data, tau)
         mujoco.mj_step(self.model, self.data, steps)
         self.t += steps * SIM_STEP
+
+
+def actuate(model, data, command) -> None:
+    """Hold ``command`` on the actuators (torques or goals); ``None`` switches them off (a servo's torque off)."""
+    if command is None:
+        model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+        data.ctrl[:] = 0.0
+        return
+    model.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+    data.ctrl[:] = command

@@ -219,3 +219,54 @@ def in_session(session: int) -> list[int]:
         if fields[0] != "Z" and int(fields[3]) == session:
             found.append(int(entry))
     return found
+
+
+STANDIN_DRIVER = Path(__file__).resolve().with_name("standin_driver.py")
+
+
+def run_on_the_standin(driver: Mapping[str, object], arguments: Sequence[str], folder: Path, seconds: float) -> None:
+    """Run a reach on the stand-in driver over ROS, and stop it; fail unless both ended with exit code 0.
+
+    The stand-in driver (``standin_driver.py`` with the parameters ``driver``) and ``skelarm-ros
+    launch sim`` with ``arguments`` (``hardware:=none`` and what the test gives) start; once the
+    controller says control starts, the driver's joint states run ``seconds`` on, then the
+    launch is stopped with SIGINT and the driver ended. Their output is in ``folder``
+    (``driver.log``, ``launch.log``).
+    """
+    from sensor_msgs.msg import JointState
+
+    probe = Probe()
+    states = probe.record(JointState, "joint_states", best_effort())
+    standin = start_script(STANDIN_DRIVER, folder / "driver.log", "--ros-args", *parameter_args(driver))
+    log = folder / "launch.log"
+    launch = start([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments], log)
+    try:
+        probe.spin_until(
+            lambda: bool(states) and "has a reader; control starts" in log.read_text(),
+            START_TIMEOUT,
+            f"control and a state\n{log.read_text()}",
+        )
+        end_ns = stamp_ns(states[-1]) + round(seconds * NS)
+        probe.spin_until(lambda: stamp_ns(states[-1]) >= end_ns, 60.0, "the end of the reach")
+        launch.send_signal(signal.SIGINT)
+        code = wait_exit(launch, 30.0)
+    finally:
+        codes = [end(launch), end(standin)]
+        probe.close()
+    assert code == 0 and codes == [0, 0], logs(folder)
+
+
+def run_launch(arguments: Sequence[str], timeout: float = 180.0) -> str:
+    """Run ``skelarm-ros launch sim`` with ``arguments`` to its end (a lockstep run's ``duration``); its output.
+
+    Fails unless it exits with 0.
+    """
+    done = subprocess.run(
+        [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout

@@ -1,4 +1,6 @@
-"""A stand-in for a real arm's ros2_control effort driver, for the hardware tests (not shipped).
+"""A stand-in for a real arm's ros2_control driver (effort, or a servo arm's position or velocity), for hardware tests.
+
+Not shipped.
 
 It behaves as a robot with a joint state broadcaster and an effort controller would:
 
@@ -12,6 +14,13 @@ It behaves as a robot with a joint state broadcaster and an effort controller wo
   ``JointGroupEffortController`` does; ``command_interface:=joint_commands``: takes
   stamped ``joint_commands`` (sensor_msgs/JointState, ``effort`` by name), the
   topic_based_ros2_control convention. The newest command is held;
+- ``interface:=position`` (or ``velocity``) makes it a servo arm's driver: each joint a servo
+  whose firmware runs a PD ``servo_kp (goal - q) - servo_kd dq`` (a P ``servo_kv (goal - dq)``)
+  saturated at ``servo_limit`` (N*m), per joint in the arm's order: MuJoCo's own position
+  (velocity) actuators, evaluated within its RK4 steps (``plant:=mujoco`` only). It takes
+  goals on ``position_controller/commands`` (``velocity_controller/commands``), or in the
+  ``position`` (``velocity``) field of ``joint_commands``; its servos give no torque until the
+  first goal acts, and ``effort:=true`` publishes their torque at the tick;
 - ``command_delay`` (seconds): a command acts from the driver's first tick at or after its
   arrival plus this (as a scenario's ``[driver].command_delay``); so at 250 Hz with 4 ms
   it acts two ticks after the state it answers, three when the answer comes late;
@@ -58,7 +67,7 @@ from collections import deque
 
 import numpy as np
 import rclpy
-from mujoco_arm import MujocoArm
+from mujoco_arm import MujocoArm, Servos
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -96,14 +105,14 @@ class EnginePlant:
 class MujocoPlant(MujocoArm):
     """The MuJoCo model of the scenario's arm (or, with ``seed`` 0 or more, of the arm made real from it)."""
 
-    def __init__(self, arm, seed: int = -1) -> None:
+    def __init__(self, arm, seed: int = -1, servos: Servos | None = None) -> None:
         skeleton, drive = arm.skeleton, arm.drive
         if seed >= 0:
             from geared_arm import TRUE_DRIVE, true_arm
 
             skeleton = true_arm(seed, arm.skeleton)
             drive = TRUE_DRIVE if arm.num_joints == TRUE_DRIVE.num_joints else drive
-        super().__init__(skeleton, drive, tuple(arm.grav_vec), stops=arm.enforce_limits)
+        super().__init__(skeleton, drive, tuple(arm.grav_vec), stops=arm.enforce_limits, servos=servos)
         self.step_size = self.model.opt.timestep
 
 
@@ -116,6 +125,7 @@ class StandInDriver(Node):
         arm_joints = list(value("arm_joints", ["shoulder", "elbow"]))
         joints = list(value("joints", Parameter.Type.STRING_ARRAY) or arm_joints)
         self.interface = value("command_interface", "commands")
+        self.kind = str(value("interface", "effort"))  # what it takes: effort, or a servo's position or velocity
         rate = float(value("rate", 500.0))
         gripper = str(value("gripper", ""))
         offset = np.radians(list(value("offset", Parameter.Type.DOUBLE_ARRAY) or []))
@@ -133,7 +143,12 @@ class StandInDriver(Node):
         arm = load_arm(value("scenario", "") or None)
         assert len(arm_joints) == arm.num_joints and sorted(joints) == sorted(arm_joints)
         mujoco = value("plant", "engine") == "mujoco"
-        self.plant = MujocoPlant(arm, int(value("arm_seed", -1))) if mujoco else EnginePlant(arm)
+        servos = None
+        if self.kind != "effort":
+            assert mujoco, "a servo arm's driver needs plant:=mujoco (its servos are MuJoCo's actuators)"
+            gains = {key: tuple(value(key, [0.0] * arm.num_joints)) for key in ("servo_kp", "servo_kd", "servo_kv")}
+            servos = Servos(self.kind, tuple(value("servo_limit", [1e9] * arm.num_joints)), *gains.values())
+        self.plant = MujocoPlant(arm, int(value("arm_seed", -1)), servos) if mujoco else EnginePlant(arm)
         self.pose = arm.skeleton.q + offset if len(offset) else arm.skeleton.q.copy()
         self.arm_joints, self.joints = arm_joints, joints
         self.gripper = [gripper] if gripper else []
@@ -159,8 +174,8 @@ class StandInDriver(Node):
         self.create_service(Trigger, "driver/reset", self._on_reset)
         self.create_timer(1.0 / rate, self._tick, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
-            f"stand-in driver: joints {joints}, publishing {self.published}, {self.interface} at {rate} Hz, "
-            f"arm in {type(self.plant).__name__}"
+            f"stand-in driver: joints {joints}, publishing {self.published}, {self.kind} {self.interface} "
+            f"at {rate} Hz, arm in {type(self.plant).__name__}"
         )
 
     def _parameter(self, name: str, default):
@@ -182,7 +197,7 @@ class StandInDriver(Node):
         """The arm at rest at its first pose, braked with ``brake``, no command held or waiting."""
         self.plant.reset(self.pose)
         self.plant_t = self._now()
-        self.tau = np.zeros(len(self.arm_joints))
+        self.tau = np.zeros(len(self.arm_joints)) if self.kind == "effort" else None  # a servo: no goal yet
         self.waiting: deque[tuple[float, np.ndarray]] = deque()  # (when it acts, torque)
         self.released = not self.brake
         self._first_command: float | None = None
@@ -196,11 +211,12 @@ class StandInDriver(Node):
         return response
 
     def _subscribe(self) -> None:
-        """Take commands from now on (the effort controller is active)."""
+        """Take commands from now on (the effort, position or velocity controller is active)."""
         if self.interface == "joint_commands":
             self.create_subscription(JointState, "joint_commands", self._on_joint_commands, self._qos)
         else:
-            self.create_subscription(Float64MultiArray, "effort_controller/commands", self._on_commands, self._qos)
+            topic = f"{self.kind}_controller/commands"
+            self.create_subscription(Float64MultiArray, topic, self._on_commands, self._qos)
         if hasattr(self, "_later"):
             self._later.cancel()
 
@@ -214,7 +230,7 @@ class StandInDriver(Node):
         self._took(tau)
 
     def _on_joint_commands(self, msg: JointState) -> None:
-        efforts = dict(zip(msg.name, msg.effort, strict=False))
+        efforts = dict(zip(msg.name, getattr(msg, self.kind), strict=False))
         if sorted(efforts) != sorted(self.arm_joints) or not np.isfinite(list(efforts.values())).all():
             self.ignored += 1
             return
@@ -229,7 +245,11 @@ class StandInDriver(Node):
 
     def _tick(self) -> None:
         now = self._now()
-        applied = self.tau if self.released else np.zeros_like(self.tau)  # over the period ending now
+        joints = len(self.arm_joints)
+        if self.kind != "effort":  # the servos' torque at the tick (none before the first goal, or braked)
+            applied = self.plant.torque if self.released and self.tau is not None else np.zeros(joints)
+        else:
+            applied = self.tau if self.released else np.zeros(joints)  # over the period ending now
         if self.released:  # the arm moves under the torque that acted since the last tick
             steps = int(min(now - self.plant_t, MAX_CATCH_UP) / self.plant.step_size)
             self.plant.step(self.tau, steps)

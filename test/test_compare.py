@@ -110,7 +110,7 @@ def test_bad_input_gives_one_sentence_and_exit_1(tmp_path, capsys):
     cases = [
         ([str(tmp_path / "none"), str(a)], "does not exist"),
         ([str(a), str(other_arm)], "none in common"),
-        ([str(a), str(no_commands)], "no joint_commands or effort_controller/commands topic"),
+        ([str(a), str(no_commands)], "has no command topic, so no commands to compare"),
         ([str(a), str(later)], "was the shadow run replayed from this recording?"),
         ([str(a), str(a), "-o", str(tmp_path / "no" / "x.png")], "does not exist; create it"),
         ([str(a), str(a), "--shadow-topic", "/nope"], "has no topic '/nope'"),
@@ -205,7 +205,7 @@ def test_measured_effort_that_says_nothing_is_refused_in_one_sentence(tmp_path, 
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err
     assert main([str(shadow), str(write_bag(tmp_path / "z2", zero)), "-o", str(tmp_path / "x.png")]) == 1
-    assert "no joint_commands or effort_controller/commands topic" in capsys.readouterr().err
+    assert "has no command topic, so no commands to compare" in capsys.readouterr().err
 
 
 # -- compare --angles: a hardware run beside its prediction ------------------------------------------------
@@ -290,3 +290,70 @@ def test_compare_angles_refuses_bad_input_in_one_sentence(tmp_path, capsys, name
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("skelarm-ros compare: error: ") and words in err[0]
     assert not image.exists()
+
+
+# -- a servo arm's goals -------------------------------------------------------------------------------------------
+
+
+def goals_bag(path, goals, *, topic="/joint_commands", stamped=True, states_topic="/joint_states"):
+    """States every 2 ms (stamped k*2 ms) and a position goal answering each: stamped with it, or with its send time."""
+    messages = []
+    for k, goal in enumerate(goals):
+        log = START + k * 2 * MS
+        messages.append((states_topic, log, joint_state(k * 2 * MS, ("a", "b"), (0.1 * k, 0.2), (0.0, 0.0))))
+        if topic.endswith("/commands"):
+            messages.append((topic, log + 100, float_array(goal)))
+        else:
+            stamp = k * 2 * MS if stamped else START + k * 2 * MS + 700_000
+            messages.append((topic, log + 100, joint_state(stamp, ("a", "b"), goal)))
+    return write_bag(path, messages)
+
+
+def test_a_shadows_position_goals_are_set_beside_the_recorded_goals(tmp_path):
+    goals = [(0.1 * k, -0.05 * k) for k in range(20)]
+    recorded = tmp_path / "servo_run"
+    goals_bag(recorded, goals, topic="/position_controller/commands")  # realtime: the forward command controller's
+    shadow = goals_bag(tmp_path / "shadow", [(a + 0.01, b) for a, b in goals])  # lockstep: joint_commands' position
+    got = load_efforts(shadow, commands_only=True)
+    assert got.kind == "position" and got.what == "position goals"
+    mine = load_efforts(recorded, kind="position", command_joints=("a", "b"))
+    comparison = compare_efforts(mine, got)
+    assert len(comparison.stamps) == 20
+    assert comparison.joints[0].rms == pytest.approx(0.01) and comparison.joints[1].max == pytest.approx(0.0, abs=1e-12)
+    out = tmp_path / "goals.png"
+    assert main([str(recorded), str(shadow), "--command-joints", "a,b", "-o", str(out)]) == 0
+    assert out.is_file()
+
+
+def test_recorded_goals_stamped_when_sent_pair_with_the_state_logged_before_them(tmp_path):
+    goals = [(0.1 * k, -0.05 * k) for k in range(20)]
+    topic = "/servo/in/references/joint_references"
+    recorded = load_efforts(
+        goals_bag(tmp_path / "driver", goals, topic=topic, stamped=False, states_topic="/servo/out/state"),
+        topic,
+        kind="position",
+    )
+    assert recorded.source == f"{topic} (paired with /servo/out/state)"
+    assert list(recorded.stamps) == [k * 2 * MS for k in range(20)]
+    shadow = load_efforts(goals_bag(tmp_path / "shadow", goals), commands_only=True)
+    assert compare_efforts(recorded, shadow).largest == 0.0
+
+
+def test_goals_without_recorded_goals_of_their_kind_are_refused_in_one_sentence(tmp_path, capsys):
+    shadow = goals_bag(tmp_path / "shadow", [(0.0, 0.0)] * 5)
+    efforts = commands_bag(tmp_path / "effort_run", [(1.0, 1.0)] * 5)
+    assert main([str(efforts), str(shadow), "-o", str(tmp_path / "x.png")]) == 1
+    err = capsys.readouterr().err
+    assert "holds commands on /joint_commands, not the position commands to set beside the shadow's" in err
+    states_only = write_bag(tmp_path / "states", [("/joint_states", START, joint_state(0, ("a", "b"), (0.0, 0.0)))])
+    assert main([str(states_only), str(shadow), "-o", str(tmp_path / "y.png")]) == 1
+    assert "no position commands (a servo's goals) to compare" in capsys.readouterr().err
+
+
+def test_a_logs_goals_are_its_commands(tmp_path):
+    goals = [(0.1 * k, -0.05 * k) for k in range(20)]
+    run = goals_bag(tmp_path / "run", goals)
+    bag_to_log(run, tmp_path / "run.sklog.npz")
+    logged = load_efforts(tmp_path / "run.sklog.npz", commands_only=True)
+    assert logged.kind == "position" and logged.source == "goal_position"
+    assert compare_efforts(logged, load_efforts(run, commands_only=True)).largest == 0.0

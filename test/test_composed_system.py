@@ -1,9 +1,10 @@
 """The composed graph (simulator and controller in one process) against the two-node graph over DDS.
 
 Lockstep: every joint state and every command the same within 1e-9 on every bundled scenario
-and every controller type, the two graphs run in this process side by side (one namespace per
-case, all cases at once). As processes: a recorder and a late reader see every topic; Ctrl-C
-and a failing controller end the composed process cleanly with the right exit code.
+and every controller type, and on a position-servo arm in both goal modes, the two graphs run
+in this process side by side (one namespace per case, all cases at once). As processes: a
+recorder and a late reader see every topic; Ctrl-C and a failing controller end the composed
+process cleanly with the right exit code.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ OTHER_TYPES = {  # controller types no bundled scenario uses, on the reach scena
     if name not in {"computed_torque", "virtual_spring_damper", "mpc"}
 }
 OTHER_TYPES["mpc"] = 'type = "mpc"\nhorizon = 3\nmax_iter = 5'
+SERVO = '\n[driver]\ninterface = "position"\nservo_kp = [60.0, 30.0]\nservo_kd = [3.0, 1.5]\n'
+SERVO_MODES = {"reach_servo_reference": "reference", "reach_servo_stiffness": "stiffness"}
+"""Cases of a position-servo arm (the reach scenario with SERVO): their goal mode."""
 
 
 def _cases(folder: Path) -> dict[str, Path]:
@@ -52,23 +56,26 @@ def _cases(folder: Path) -> dict[str, Path]:
         path = folder / f"reach_{name}.toml"
         path.write_text(f"{reach}\n[controller]\n{table}\n", encoding="utf-8")
         cases[f"reach_{name}"] = path
-    return cases
+    servo = folder / "reach_servo.toml"
+    servo.write_text(resolve_scenario("reach").read_text(encoding="utf-8") + SERVO, encoding="utf-8")
+    return cases | dict.fromkeys(SERVO_MODES, servo)
 
 
 def _dt(path: Path) -> float:
     return float(load_arm(path).dt)
 
 
-def _graph(context, namespace: str, path: Path, composed: bool) -> list[Node]:
+def _graph(context, namespace: str, name: str, path: Path, composed: bool) -> list[Node]:
     """The simulator first, then the controller, of one case (the probe reads joint_states and joint_commands)."""
     common = {"scenario": str(path), "command_interface": "joint_commands"}
+    servo = {"interface": "position", "position_mode": SERVO_MODES[name]} if name in SERVO_MODES else {}
     simulator = {**common, "mode": "lockstep", "duration": STEPS * _dt(path), "publish_clock": False}
     simulator["markers_rate"] = 0.0
     if composed:
-        node = ComposedSimulator(context=context, namespace=namespace, parameter_overrides=_p(simulator))
+        node = ComposedSimulator(context=context, namespace=namespace, parameter_overrides=_p(simulator | servo))
         return [node, node.controller]
     simulator["state_readers"] = ["controller", "/probe"]
-    controller = {**common, "reliable_states": True, "command_readers": ["simulator", "/probe"]}
+    controller = {**common, "reliable_states": True, "command_readers": ["simulator", "/probe"], **servo}
     return [
         SimulatorNode(context=context, namespace=namespace, parameter_overrides=_p(simulator)),
         ControllerNode(context=context, namespace=namespace, parameter_overrides=_p(controller)),
@@ -88,7 +95,7 @@ def _run(context, cases: dict[str, Path], composed: bool) -> dict[str, tuple[lis
             seen[name] = ([], [])
             for topic, messages in zip(("joint_states", "joint_commands"), seen[name], strict=True):
                 probe.create_subscription(JointState, f"/{namespace}/{topic}", messages.append, 10000)
-            nodes = _graph(context, namespace, path, composed)
+            nodes = _graph(context, namespace, name, path, composed)
             simulators.append(nodes[0])
             for node in nodes:
                 executor.add_node(node)
@@ -128,9 +135,11 @@ def test_composed_lockstep_equals_the_two_node_lockstep_on_every_scenario_and_co
         states_c, commands_c = composed[name]
         assert len(states) == len(states_c) == STEPS + 1, name
         assert len(commands) == len(commands_c) == STEPS + 1, name
+        if name in SERVO_MODES:  # goals in the position field, none in the effort field
+            assert all(len(msg.position) == 2 and not msg.effort for msg in commands + commands_c), name
         for field, ours, theirs in (
             ("position,velocity,effort", states_c, states),
-            ("effort", commands_c, commands),
+            ("position" if name in SERVO_MODES else "effort", commands_c, commands),  # a servo's goals
         ):
             mine, other = _by_stamp(ours, field), _by_stamp(theirs, field)
             assert mine.keys() == other.keys(), name

@@ -110,6 +110,67 @@ def test_commands_follow_the_command_joints_order(make_node, interface):
         assert list(command.data) == [elbow, shoulder]
 
 
+SERVO = 'interface = "position"\nservo_kp = [60.0, 30.0]\nservo_kd = [3.0, 1.5]\n'
+
+
+@pytest.fixture
+def servo_scenario(tmp_path):
+    from skelarm_ros.sim.scenario import bundled_scenarios
+
+    path = tmp_path / "servo.toml"
+    path.write_text(bundled_scenarios()["reach"].read_text() + "\n[driver]\n" + SERVO)
+    return str(path)
+
+
+@pytest.mark.parametrize("interface", ["commands", "joint_commands"])
+def test_a_servo_arms_goals_go_out_on_its_topic_or_in_the_position_field_in_command_order(
+    make_node, servo_scenario, interface
+):
+    capture = captured()
+    topic = "position_controller/commands" if interface == "commands" else "joint_commands"
+    node = make_node(
+        {topic: capture},
+        scenario=servo_scenario,
+        command_interface=interface,
+        interface="position",
+        position_mode="stiffness",
+        joint_names=["shoulder", "elbow"],
+        command_joints=["elbow", "shoulder"],
+    )
+    feed(node, _state(["elbow", "shoulder"], [0.2, 0.1], [0.5, 0.0], 1_000_000))
+    loop, _ = build_control_loop(
+        servo_scenario, joint_names=["shoulder", "elbow"], interface="position", position_mode="stiffness"
+    )
+    shoulder, elbow = loop.control(["shoulder", "elbow"], [0.1, 0.2], [0.0, 0.5], 1_000_000).command
+    (command,) = capture.messages
+    if interface == "joint_commands":
+        assert list(command.name) == ["elbow", "shoulder"]
+        assert list(command.position) == [elbow, shoulder] and list(command.effort) == []
+        assert command.header.stamp.nanosec == 1_000_000
+    else:
+        assert list(command.data) == [elbow, shoulder]
+    node.send_zero()  # a servo arm is held where the last state had it, not sent zero
+    rest = capture.messages[-1]
+    assert (list(rest.position) if interface == "joint_commands" else list(rest.data)) == [0.2, 0.1]
+    start = time.monotonic()
+    for look in range(1, 500):  # the timer's looks, each counting at most its period: the states go stale
+        node.check_states(start + 0.01 * look)
+    assert len(capture.messages) == 3 and node.watch.stale
+    assert node.watch.rest == node.rest == "the goal holding the arm where it was"
+
+
+def test_a_servo_arm_gets_no_goal_to_rest_at_before_any_state(make_node, servo_scenario):
+    capture = captured()
+    node = make_node({"position_controller/commands": capture}, scenario=servo_scenario, interface="position")
+    node.send_zero()
+    assert capture.messages == []
+
+
+def test_a_reference_from_a_reaching_law_stops_the_node_at_start(make_node, shared_scenarios):
+    with pytest.raises(ValueError, match="has none \\(a reaching law\\); set position_mode:=stiffness"):
+        make_node(scenario=str(shared_scenarios / "multi_target.toml"), interface="position")
+
+
 def test_bad_command_joints_fail_at_start(make_node):
     with pytest.raises(ValueError, match="command_joints"):
         make_node(joint_names=["shoulder", "elbow"], command_joints=["elbow", "wrist"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skelarm
-from bagwriter import joint_state, write_bag
+from bagwriter import float_array, joint_state, write_bag
 from driverbags import FRANKA_ARM, FRANKA_FINGERS, SERVO_JOINTS, WALL, driven_run, franka_ros1, servo_arm
 
 from skelarm_ros.bags.bag_to_log import ConversionError, bag_to_log, main
@@ -49,43 +49,75 @@ def test_zero_effort_and_a_gap_are_converted_as_recorded(tmp_path):
     assert np.diff(log.times).max() == pytest.approx(0.22)  # the ten missing states stay missing: nothing invented
 
 
-def test_a_command_topic_without_effort_is_refused_when_given(tmp_path, capsys):
+def test_a_command_topic_of_a_servos_positions_gives_the_goal_channel_and_tau_stays_the_measured_effort(tmp_path):
     bag = servo_arm(tmp_path / "flight")
-    sentence = refused(
-        capsys,
-        [
-            str(bag),
-            "-o",
-            str(tmp_path / "a.sklog.npz"),
-            "--joint-topic",
-            "/servo/out/state",
-            "--command-topic",
-            "/servo/in/references",
-        ],
-    )
-    assert sentence == (
-        "--command-topic '/servo/in/references' carries no effort for the joints ['q0', 'q1', 'q2']: its messages "
-        "have no effort (positions or velocities only); choose a topic of effort commands, or drop --command-topic "
-        "to take tau from the joint states' effort"
+    out = tmp_path / "a.sklog.npz"
+    summary = bag_to_log(bag, out, joint_topic="/servo/out/state", command_topic="/servo/in/references")
+    log = skelarm.StateLog.load(out)
+    goals, q = log.channel("goal_position"), log.channel("q")
+    assert log.channel_meta["goal_position"]["unit"] == log.channel_meta["q"]["unit"]  # no arm: "rad or m"
+    assert log.extra["effort"]["source"] == "joint_states" and (log.channel("tau") == 0.0).all()
+    assert log.extra["effort"]["goals"] == {
+        "channel": "goal_position",
+        "topic": "/servo/in/references",
+        "timing": "applied_from_frame",
+    }
+    assert summary.extra["topics"]["commands"]["name"] == "/servo/in/references"
+    # Sent every other state, each stamped with the state it answers, 0.01 rad above it: held until the next.
+    held = np.isfinite(goals).all(axis=1)
+    assert held[1:].all()
+    np.testing.assert_allclose(goals[::2][:40], q[::2][:40] + 0.01, rtol=0, atol=1e-9)
+
+
+def test_a_command_topic_carrying_nothing_is_refused_when_given(tmp_path):
+    messages = []
+    for k in range(5):
+        stamp = WALL + k * 10_000_000
+        messages.append(("/joint_states", stamp + 1, joint_state(stamp, ("a", "b"), (k, -k))))
+        messages.append(("/servo/cmd", stamp + 2, joint_state(stamp, ("a", "b"), ())))
+    bag = write_bag(tmp_path / "bag", messages)
+    with pytest.raises(ConversionError) as refused:
+        bag_to_log(bag, tmp_path / "o.sklog.npz", command_topic="/servo/cmd")
+    assert str(refused.value) == (
+        "--command-topic '/servo/cmd' carries no commands for the joints ['a', 'b']: its messages have no effort, "
+        "position or velocity; choose a topic of effort commands or a servo's goals, or drop --command-topic to "
+        "take tau from the joint states' effort"
     )
 
 
-def test_commands_found_beside_the_states_without_effort_are_left_out_with_a_note(tmp_path):
+def test_goals_found_beside_the_states_are_the_goal_channel_and_tau_the_joint_states_effort(tmp_path):
     messages = []
     for k in range(10):
         stamp = WALL + k * 10_000_000
         messages.append(("/arm/joint_states", stamp + 1, joint_state(stamp, ("a", "b"), (k, -k), (), (0.5, 0.25))))
         messages.append(("/arm/joint_commands", stamp + 2, joint_state(stamp, ("a", "b"), (k + 1, -k))))  # positions
     bag = write_bag(tmp_path / "bag", messages)
-    summary = bag_to_log(bag, tmp_path / "o.sklog.npz")
+    bag_to_log(bag, tmp_path / "o.sklog.npz")
     log = skelarm.StateLog.load(tmp_path / "o.sklog.npz")
-    assert log.extra["effort"]["source"] == "joint_states" and "commands" not in log.extra["topics"]
+    assert log.extra["effort"]["source"] == "joint_states"
     np.testing.assert_array_equal(log.channel("tau"), [[0.5, 0.25]] * 10)
-    assert any(
-        note.startswith("'/arm/joint_commands' carries no effort for the joints ['a', 'b']")
-        and note.endswith("; tau is the joint states' effort")
-        for note in summary.extra["notes"]
+    np.testing.assert_array_equal(log.channel("goal_position"), [[k + 1, -k] for k in range(10)])
+
+
+def test_a_servos_array_goals_go_to_the_joints_command_joints_names_and_a_count_that_cannot_fit_is_refused(
+    tmp_path, capsys
+):
+    messages = []
+    for k in range(10):  # the states name a gripper beside the arm; the goals are the arm's, elbow first
+        stamp = WALL + k * 4_000_000
+        messages.append(("/joint_states", stamp + 1, joint_state(stamp, ("gripper", "shoulder", "elbow"), (0, k, -k))))
+        messages.append(("/position_controller/commands", stamp + 2, float_array([-k - 0.5, k + 0.5])))
+    bag = write_bag(tmp_path / "bag", messages)
+    out = tmp_path / "o.sklog.npz"
+    assert refused(capsys, [str(bag), "-o", str(out)]) == (
+        "'/position_controller/commands' carries 2 values per message (a Float64MultiArray, no names) but the joint "
+        "states have 3 joints ['gripper', 'shoulder', 'elbow']; pass --command-joints with the names of its values "
+        "in their order (the controller's command_joints)"
     )
+    assert main([str(bag), "-o", str(out), "--command-joints", "elbow,shoulder"]) == 0
+    goals = skelarm.StateLog.load(out).channel("goal_position")
+    np.testing.assert_array_equal(goals[:, 1:], [[k + 0.5, -k - 0.5] for k in range(10)])  # from the state before
+    assert np.isnan(goals[:, 0]).all()  # no goal for the gripper
 
 
 def test_commands_for_other_joints_only_are_refused(tmp_path):

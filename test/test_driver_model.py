@@ -135,13 +135,6 @@ def test_a_rate_that_is_not_a_whole_number_of_steps_is_refused_with_the_rates_th
         Simulation(arm({"rate": 250}), dt=0.003, driver=True)
 
 
-def test_a_servo_driver_is_refused_when_played():
-    servo = arm({"interface": "position", "servo_kp": 50.0})
-    assert Simulation(servo).driver is None  # not played: the simulator as before
-    with pytest.raises(ValueError, match="stands in for effort drivers only"):
-        Simulation(servo, driver=True)
-
-
 # -- what it publishes ----------------------------------------------------------------------------------------
 
 

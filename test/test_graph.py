@@ -52,6 +52,8 @@ def test_every_argument_has_a_default_and_a_description():
         "namespace",
         "hardware",
         "controller",
+        "interface",
+        "position_mode",
         "compose",
         "force_source",
         "force_topic",
@@ -114,7 +116,15 @@ def test_hardware_none_leaves_the_simulator_out():
     assert specs[0].parameters["command_interface"] == "commands"
 
 
-BASE = ("scenario", "command_interface", "reliable_states", "thread_priority", "use_sim_time")  # every controller's
+BASE = (  # every controller's
+    "scenario",
+    "command_interface",
+    "interface",
+    "position_mode",
+    "reliable_states",
+    "thread_priority",
+    "use_sim_time",
+)
 
 
 @pytest.mark.parametrize("mode", ["realtime", "lockstep"])
@@ -142,15 +152,56 @@ def test_hardware_twin_is_the_simulated_graph_with_the_controller_as_on_a_live_a
         assert twin["simulator"].parameters == {**sim["simulator"].parameters, "driver": True}
 
 
-def test_hardware_twin_is_refused_with_a_replay_and_for_a_servo_driver(tmp_path):
+def test_hardware_twin_is_refused_with_a_replay(tmp_path):
     with pytest.raises(GraphError, match="replay plays a recorded run in place of the simulator, so hardware:=twin"):
         describe({"hardware": "twin", "replay": str(tmp_path)})
-    servo = tmp_path / "servo.toml"
+
+
+def servo_scenario(tmp_path, driver: str = 'interface = "position"\nservo_kp = 20.0\n', controller: str = ""):
+    path = tmp_path / "servo.toml"
     text = bundled_scenarios()["reach"].read_text()
-    servo.write_text(text + '\n[driver]\ninterface = "position"\nservo_kp = 20.0\n')
-    with pytest.raises(GraphError, match="hardware:=twin stands in for effort drivers only"):
-        describe({"hardware": "twin", "scenario": str(servo)})
-    assert by_executable({"scenario": str(servo)})["simulator"].parameters["driver"] is False
+    if controller:
+        text = text.replace('type = "computed_torque"\nkp = 200.0\nkd = 30.0', controller)
+    path.write_text(text + "\n[driver]\n" + driver)
+    return str(path)
+
+
+@pytest.mark.parametrize("hardware", ["sim", "twin"])
+def test_a_servo_arm_is_commanded_in_its_interface_in_both_modes(tmp_path, hardware):
+    servo = servo_scenario(tmp_path)
+    for mode, extra in (("reference", {}), ("stiffness", {"mode": "lockstep", "duration": "2"})):
+        specs = by_executable(
+            {"scenario": servo, "hardware": hardware, "interface": "position", "position_mode": mode, **extra}
+        )
+        assert specs["controller"].parameters["interface"] == "position"
+        assert specs["controller"].parameters["position_mode"] == mode
+        assert specs["simulator"].parameters["driver"] is (hardware == "twin")
+
+
+def test_an_interface_the_simulated_arm_does_not_take_is_refused_in_one_sentence(tmp_path):
+    servo = servo_scenario(tmp_path)
+    with pytest.raises(GraphError, match="interface:=effort but the scenario's arm takes position commands"):
+        describe({"scenario": servo, "hardware": "twin"})
+    with pytest.raises(GraphError, match="interface:=velocity but the scenario's arm takes position commands"):
+        describe({"scenario": servo, "interface": "velocity"})
+    with pytest.raises(GraphError, match="interface:=position but the scenario's arm takes effort commands"):
+        describe({"interface": "position"})
+    describe({"scenario": servo, "controller": "false"})  # no controller: nothing to command
+    describe({"hardware": "none", "interface": "velocity"})  # a real arm's driver: the user's word
+
+
+def test_stiffness_without_the_servos_gain_is_refused_in_one_sentence(tmp_path):
+    with pytest.raises(GraphError, match="position_mode:=stiffness turns the controller's torque into a velocity goal"):
+        describe({"hardware": "none", "interface": "velocity", "position_mode": "stiffness"})
+    with pytest.raises(GraphError, match=r"add \[driver\] interface = \"velocity\" and servo_kv"):
+        describe(
+            {
+                "hardware": "none",
+                "scenario": servo_scenario(tmp_path),
+                "interface": "velocity",
+                "position_mode": "stiffness",
+            }
+        )
 
 
 def test_rviz_robot_description_matches_the_scenario_and_is_set_aside_beside_the_simulator():

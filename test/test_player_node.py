@@ -98,7 +98,8 @@ def test_named_readers_are_waited_for_and_an_outside_reader_does_not_stand_in(co
     try:
         outsider.create_subscription(JointState, "/joint_states", lambda _: None, KEEP_ALL)
         # The outsider matches (a count of one would be met) but is not the named controller.
-        rig.spin_until(lambda: rig.player.publishers_by_index[0].get_subscription_count() == 1, DEADLINE, "the outsider")
+        publisher = rig.player.publishers_by_index[0]
+        rig.spin_until(lambda: publisher.get_subscription_count() == 1, DEADLINE, "the outsider")
         assert rig.player.missing_readers() == ["a /joint_states reader of /controller"]
         assert rig.player.step(0) is not None and not rig.player.playback.started
         controller = rclpy.create_node("controller", context=context)

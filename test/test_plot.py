@@ -287,3 +287,18 @@ def test_a_comparison_of_42_joints_is_drawn_in_small_panels_with_a_legend_that_f
     drawn_without_warnings(figure, tmp_path / "compare.png")
     legends_fit(figure)
     assert sorted(ax.get_title() for ax in figure.axes if ax.get_title()) == sorted(names)
+
+
+def test_a_servo_arms_goals_are_drawn_dotted_over_its_angles_in_each_joints_colour(tmp_path: Path) -> None:
+    from skelarm_ros.bags.bag_to_log import bag_to_log
+
+    bag = servo_arm(tmp_path / "flight", frames=40)  # goals 0.01 rad above the angles, on /servo/in/references
+    out = tmp_path / "flight.sklog.npz"
+    bag_to_log(bag, out, joint_topic="/servo/out/state", command_topic="/servo/in/references")
+    log = load_log(out)
+    positions = plot_log(log).axes[0]
+    dotted = [line for line in positions.lines if line.get_linestyle() == ":" and len(line.get_xdata())]
+    solid = [line for line in positions.lines if line.get_linestyle() == "-"]
+    assert [line.get_color() for line in dotted] == [line.get_color() for line in solid]
+    np.testing.assert_allclose(dotted[0].get_ydata(), log.channel("goal_position")[:, 0])
+    assert "servo's goal (dotted)" in [text.get_text() for text in positions.get_legend().get_texts()]

@@ -19,9 +19,6 @@ stand-in driver, test/standin_driver.py with ``engine:=mujoco``, and the real gr
 from __future__ import annotations
 
 import math
-import signal
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -31,7 +28,6 @@ import procs
 import pytest
 from excite import robot_tables, write_toml
 from geared_arm import FOUR_LINK, GRAVITY, GearedArm, excitation_controller, true_arm, write_run
-from sensor_msgs.msg import JointState
 
 from skelarm_ros.bags.angles import Angles, compare_angles, load_angles
 from skelarm_ros.cli import compare
@@ -135,23 +131,7 @@ def test_over_ros_the_twins_lockstep_run_predicts_the_arms_hardware_none_reach(a
     hardware_bag, twin_bag = tmp_path / "hardware_bag", tmp_path / "twin_bag"
     run_on_the_arm(arms, hardware_bag, tmp_path)
     arguments = [f"scenario:={arms['twin_driver']}", "hardware:=twin", "mode:=lockstep", f"duration:={REACH}"]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "skelarm_ros.cli",
-            "launch",
-            "sim",
-            *arguments,
-            f"joint_names:={NAMES}",
-            f"record:={twin_bag}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180.0,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    procs.run_launch([*arguments, f"joint_names:={NAMES}", f"record:={twin_bag}"])
     hardware, twin = load_angles(hardware_bag), load_angles(twin_bag)
     assert hardware.commanded and twin.commanded  # both timed from the state their first command answers
     measured, nominal_model = errors(hardware, twin, prediction(arms["nominal_driver"]))
@@ -164,8 +144,6 @@ def test_over_ros_the_twins_lockstep_run_predicts_the_arms_hardware_none_reach(a
 
 def run_on_the_arm(arms: dict[str, Any], bag: Path, folder: Path) -> None:
     """The reach on the MuJoCo arm over ROS: the stand-in driver, and the graph of hardware:=none, recorded."""
-    probe = procs.Probe()
-    states = probe.record(JointState, "joint_states", procs.best_effort())
     parameters = {
         "scenario": str(arms["nominal"]),  # the arm MuJoCo makes real, from its nominal model
         "arm_joints": list(ARM_JOINTS),
@@ -176,27 +154,5 @@ def run_on_the_arm(arms: dict[str, Any], bag: Path, folder: Path) -> None:
         "thread_priority": PRIORITY,
         **STANDIN,
     }
-    driver = procs.start_script(
-        Path(__file__).with_name("standin_driver.py"),
-        folder / "driver.log",
-        "--ros-args",
-        *procs.parameter_args(parameters),
-    )
-    log = folder / "launch.log"
     arguments = [f"scenario:={arms['twin']}", "hardware:=none", f"joint_names:={NAMES}", f"record:={bag}"]
-    arguments.append(f"thread_priority:={PRIORITY}")
-    launch = procs.start([sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments], log)
-    try:
-        probe.spin_until(
-            lambda: "has a reader; control starts" in log.read_text(),
-            procs.START_TIMEOUT,
-            f"control\n{log.read_text()}",
-        )
-        end = procs.stamp_ns(states[-1]) + round((REACH + 0.5) * procs.NS)
-        probe.spin_until(lambda: procs.stamp_ns(states[-1]) >= end, 60.0, "the end of the reach")
-        launch.send_signal(signal.SIGINT)
-        code = procs.wait_exit(launch, 30.0)
-    finally:
-        codes = [procs.end(launch), procs.end(driver)]
-        probe.close()
-    assert code == 0 and codes == [0, 0], procs.logs(folder)
+    procs.run_on_the_standin(parameters, [*arguments, f"thread_priority:={PRIORITY}"], folder, REACH + 0.5)

@@ -368,6 +368,9 @@ def test_a_gap_in_the_states_is_warned_once_and_their_return_said():
     assert look(never, 0.02, 100.0) == []
     with pytest.raises(ValueError, match="state_timeout must be zero or a positive number"):
         StateWatch(-1.0, "/arm/joint_states", 0.02)
+    servo = StateWatch(0.25, "/arm/joint_states", 0.02, "the goal holding the arm where it was")
+    servo.heard(0.0)
+    assert "sent the goal holding the arm where it was, control resumes" in look(servo, 0.02, 0.3)[0].text
 
 
 def test_the_quiet_time_counts_only_on_time_looks():

@@ -255,6 +255,30 @@ def test_joint_commands_by_name_and_unknown_names_rejected(context: rclpy.Contex
         node.destroy_node()
 
 
+def test_a_servo_arms_goals_are_taken_on_its_topic_or_from_the_position_field(
+    context: rclpy.Context, tmp_path: Path
+) -> None:
+    servo = tmp_path / "servo.toml"
+    servo.write_text(resolve_scenario("reach").read_text() + '\n[driver]\ninterface = "position"\nservo_kp = 40.0\n')
+    q0 = load_arm(str(servo)).skeleton.q.tolist()
+    for interface in ("commands", "joint_commands"):
+        node, out = recorded(context, scenario=str(servo), command_interface=interface, joint_names=["a", "b"])
+        try:
+            assert node.command_sub.topic_name == (
+                "/position_controller/commands" if interface == "commands" else "/joint_commands"
+            )
+            node.watch()
+            goal = [q0[0] + 0.01, q0[1] - 0.02]
+            if interface == "commands":
+                node.on_commands(command(goal))
+            else:
+                node.on_joint_command(["b", "a"], [goal[1], goal[0]], [], [9.0, 9.0], 0, 0)  # the effort is no goal
+            node.tick()
+            np.testing.assert_allclose(out.states[-1].effort, [0.4, -0.8], rtol=1e-12)  # servo_kp * (goal - q)
+        finally:
+            node.destroy_node()
+
+
 def test_pause_and_reset_services(context: rclpy.Context) -> None:
     node, out = recorded(context)
     try:

@@ -8,11 +8,10 @@ angles on whole encoder ticks.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import procs
 import pytest
 
 from skelarm_ros.bags.reader import open_bag
@@ -47,15 +46,7 @@ def twin_scenario(folder: Path) -> Path:
 
 def launch(*arguments: str) -> str:
     """Run ``skelarm-ros launch sim`` to its end; return its output."""
-    done = subprocess.run(
-        [sys.executable, "-m", "skelarm_ros.cli", "launch", "sim", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    return procs.run_launch(arguments, TIMEOUT)
 
 
 def recorded(bag: Path, topic: str, field: str) -> tuple[np.ndarray, np.ndarray]:

@@ -8,11 +8,17 @@ controller that drives nothing; each of its commands is stamped with the state i
 answers. What it is set beside is read from the recorded run (:func:`load_efforts`):
 
 - its **commands**, when it recorded some: ``joint_commands`` (``sensor_msgs/JointState``
-  effort by name, stamped with the state answered), else ``effort_controller/commands``
+  by name, stamped with the state answered), else ``effort_controller/commands``
   (``std_msgs/Float64MultiArray``, unstamped: each paired with the state logged last
   before it, in ``command_joints`` order); from a ``.sklog.npz`` log, ``tau`` at each
   frame's stamp when it came from commands. Two sets of commands are paired by the
-  stamp of the state each answers (:func:`compare_commands`);
+  stamp of the state each answers (:func:`compare_commands`). A servo arm's commands are
+  its goals (:attr:`Efforts.kind` ``position`` or ``velocity``): the field of that name of
+  ``joint_commands``, ``position_controller/commands`` or ``velocity_controller/commands``,
+  a log's ``goal_position`` or ``goal_velocity``; a shadow's goals are set beside the
+  recorded goals of their kind. A JointState command topic whose stamps are not the
+  recorded states' (a driver's goals stamped when sent, or not at all) is paired as an
+  unstamped one is: each with the state logged last before it;
 - its **measured effort**, when it recorded no commands (a real robot's bag usually holds
   only its driver's joint states): the joint states' ``effort``, or a log's ``tau`` taken
   from it (``extra.effort.timing`` ``applied_until_frame``). By the package's effort
@@ -21,7 +27,8 @@ answers. What it is set beside is read from the recorded run (:func:`load_effort
   k + 1; a real actuator adds its own delay, so the lag (in states) that aligns the two
   best is found and reported beside it (:func:`compare_measured`).
 
-The differences are shadow minus recorded, per joint, in N*m (or N for a sliding joint).
+The differences are shadow minus recorded, per joint, in N*m (or N for a sliding joint), or
+in the goals' unit (rad, rad/s).
 
 This module does not import rclpy.
 """
@@ -39,12 +46,15 @@ from skelarm_ros.bags.logfile import LogFileError, read_log
 from skelarm_ros.bags.reader import Bag, BagError, open_bag
 from skelarm_ros.interface import (
     APPLIED_UNTIL_FRAME,
-    EFFORT_COMMANDS,
+    ARRAY_COMMAND_TOPICS,
+    EFFORT,
     FLOAT_ARRAY_TYPE,
     JOINT_COMMANDS,
     JOINT_STATE_TYPE,
     JOINT_STATES,
     NANOSECONDS,
+    POSITION,
+    VELOCITY,
     channel_of,
     default_joint_names,
     sibling,
@@ -61,6 +71,8 @@ CONVENTION_LAG = 1
 MAX_LAG = 0.25
 """Seconds of lag searched for the best alignment of commands and measured effort, by default."""
 STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
+GOAL_CHANNELS = {POSITION: "goal_position", VELOCITY: "goal_velocity"}
+"""A log's channel of a servo's goals of each kind (``bag_to_log``'s)."""
 
 
 class CompareError(ValueError):
@@ -86,6 +98,8 @@ class Efforts:
         ``(n, len(joints))`` efforts (NaN where a joint has none).
     measured : bool
         Measured effort (a joint state's, applied until its stamp), not commands.
+    kind : str
+        What the commands are: ``effort``, or a servo's ``position`` or ``velocity`` goals.
     """
 
     path: Path
@@ -94,11 +108,14 @@ class Efforts:
     stamps: NDArray[np.int64]
     values: NDArray[np.float64]
     measured: bool = False
+    kind: str = EFFORT
 
     @property
     def what(self) -> str:
-        """``commands`` or ``measured effort``, for sentences."""
-        return "measured effort" if self.measured else "commands"
+        """``commands``, ``position goals``, ``velocity goals`` or ``measured effort``, for sentences."""
+        if self.measured:
+            return "measured effort"
+        return "commands" if self.kind == EFFORT else f"{self.kind} goals"
 
 
 def _unique(stamps: list[int], rows: list[NDArray[np.float64]], width: int) -> tuple[Any, Any]:
@@ -125,9 +142,13 @@ def _given(bag: Bag, topic: str) -> str:
     return found[0]
 
 
-def _command_topic(bag: Bag) -> str | None:
-    """Return the bag's command topic: its only ``joint_commands``, else its only ``effort_controller/commands``."""
-    for relative, msgtype in ((JOINT_COMMANDS, JOINT_STATE_TYPE), (EFFORT_COMMANDS, FLOAT_ARRAY_TYPE)):
+def _command_topic(bag: Bag, kind: str | None = None) -> str | None:
+    """Return the bag's command topic: its only ``joint_commands``, else its only ``<kind>_controller/commands``.
+
+    ``kind`` (``effort``, ``position``, ``velocity``) looks only for that kind's array topic; ``None`` for any.
+    """
+    arrays = [topic for name, topic in ARRAY_COMMAND_TOPICS.items() if kind in (None, name)]
+    for relative, msgtype in ((JOINT_COMMANDS, JOINT_STATE_TYPE), *((topic, FLOAT_ARRAY_TYPE) for topic in arrays)):
         found = [
             name
             for name, summary in bag.topics.items()
@@ -164,10 +185,8 @@ def _state_topic(bag: Bag) -> str:
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:
-        msg = (
-            f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic and no joint states, so nothing "
-            f"to compare; it has {list(bag.topics)}"
-        )
+        topics = list(bag.topics)
+        msg = f"bag '{bag.path}' has no command topic and no joint states, so nothing to compare; it has {topics}"
         raise CompareError(msg)
     listed = ", ".join(f"{name} ({bag.topics[name].count})" for name in candidates)
     msg = (
@@ -228,50 +247,113 @@ def named_rows(
     return names, stamp_array, values
 
 
-def _by_name(bag: Bag, topic: str, joints: Sequence[str], *, measured: bool) -> Efforts:
-    """Efforts of JointState messages by name, at their stamps: commands, or a driver's measured effort."""
+def _measured(bag: Bag, topic: str, joints: Sequence[str]) -> Efforts:
+    """Return a driver's measured effort: its joint states' effort by name, at their stamps."""
     names, stamps, values = named_rows(bag, topic, joints, "effort")
-    return Efforts(bag.path, topic, names, stamps, values, measured=measured)
+    return Efforts(bag.path, topic, names, stamps, values, measured=True)
 
 
-def _array_commands(bag: Bag, topic: str, joints: Sequence[str]) -> Efforts:
-    """``effort_controller/commands``: each paired with the state logged last before it."""
-    states = sibling(topic.removesuffix("/commands"), JOINT_STATES)
-    if states not in bag.topics:
+def _kinds(bag: Bag, topic: str) -> list[str]:
+    """Return what a command topic carries: its kinds of command.
+
+    An array topic its kind (by its name); a JointState the fields its first message with any
+    carries, of effort, position and velocity in that order.
+    """
+    if bag.topics[topic].msgtype == FLOAT_ARRAY_TYPE:
+        return [next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)]
+    _check_fields(bag, topic, (*STAMP_FIELDS, "name", EFFORT, POSITION, VELOCITY))
+    for _, _, _, message in bag.messages([topic]):
+        carried = [kind for kind in (EFFORT, POSITION, VELOCITY) if len(getattr(message, kind))]
+        if carried:
+            return carried
+    return [EFFORT]
+
+
+def _states_for(bag: Bag, topic: str, answered: NDArray[np.int64] | None) -> str | None:
+    """Return the joint states a command topic's commands answer; ``None`` for none.
+
+    ``joint_states`` beside it, else the recorded states sharing the most stamps with the
+    shadow's ``answered`` ones, else the only ones.
+    """
+    beside = sibling(topic.removesuffix("/commands"), JOINT_STATES)
+    if beside in bag.topics and bag.topics[beside].msgtype == JOINT_STATE_TYPE:
+        return beside
+    candidates = [name for name in state_topics(bag) if name != topic and name.rsplit("/", 1)[-1] != JOINT_COMMANDS]
+    if answered is not None and len(candidates) > 1:
+        shared = {name: len(np.intersect1d(named_rows(bag, name, (), "position")[1], answered)) for name in candidates}
+        return max(candidates, key=lambda name: shared[name])
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _commands(
+    bag: Bag, topic: str, joints: Sequence[str], kind: str, answered: NDArray[np.int64] | None = None
+) -> Efforts:
+    """Commands of ``kind`` on ``topic``, each at the stamp of the state it answers.
+
+    A JointState command carries that stamp (the package's convention) when its stamps are
+    recorded states' stamps; any other (an array, which has none; a JointState stamped
+    otherwise) is paired with the state logged last before it.
+    """
+    array = bag.topics[topic].msgtype == FLOAT_ARRAY_TYPE
+    states = _states_for(bag, topic, answered)
+    if array and states is None:
         msg = (
-            f"bag '{bag.path}' has unstamped commands on '{topic}' but no '{states}' to pair them with; "
+            f"bag '{bag.path}' has unstamped commands on '{topic}' but no joint states to pair them with; "
             "record joint_states with them"
         )
         raise CompareError(msg)
-    _check_fields(bag, topic, ("data",))
-    _check_fields(bag, states, STAMP_FIELDS)
-    stamps: list[int] = []
+    _check_fields(bag, topic, ("data",) if array else (*STAMP_FIELDS, "name", kind))
+    if states is not None:
+        _check_fields(bag, states, STAMP_FIELDS)
+    names = list(joints)
+    own: list[int] = []  # each command's own stamp (JointState)
+    last: list[int] = []  # the stamp of the state logged last before it
     rows: list[NDArray[np.float64]] = []
+    seen: set[int] = set()
     state: int | None = None
     width = len(joints)
-    for name, _, _, message in bag.messages([topic, states]):
+    for name, _, _, message in bag.messages([topic] if states is None else [topic, states]):
         if name == states:
             state = stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec)
+            seen.add(state)
             continue
-        data = np.asarray(message.data, dtype=np.float64)
-        if state is None:
-            continue  # answers no recorded state
-        width = width or len(data)
-        if len(data) != width:
-            continue  # of another arm: cannot be put in columns
-        stamps.append(state)
+        if array:
+            data = np.asarray(message.data, dtype=np.float64)
+            width = width or len(data)
+            if len(data) != width:
+                continue  # of another arm: cannot be put in columns
+        else:
+            values = getattr(message, kind)
+            carried = list(message.name) or default_joint_names(len(values))
+            names = names or carried
+            by_name = dict(zip(carried, np.asarray(values, dtype=np.float64), strict=False))
+            data = np.array([by_name.get(joint, np.nan) for joint in names], dtype=np.float64)
+            own.append(stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec))
+        last.append(-1 if state is None else state)
         rows.append(data)
-    names = list(joints) or default_joint_names(width)
-    stamp_array, values = _unique(stamps, rows, len(names))
-    return Efforts(bag.path, f"{topic} (paired with {states})", names, stamp_array, values)
+    stamped = not array and (states is None or bool(seen.intersection(own)))
+    stamps = own if stamped else last
+    keep = [k for k, stamp in enumerate(stamps) if stamp >= 0]  # a command logged before any state answers none
+    names = names or default_joint_names(width)
+    stamp_array, values = _unique([stamps[k] for k in keep], [rows[k] for k in keep], len(names))
+    source = topic if stamped else f"{topic} (paired with {states})"
+    return Efforts(bag.path, source, names, stamp_array, values, kind=kind)
 
 
-def _log_efforts(path: Path) -> Efforts:
-    """Return a log's ``tau`` at each frame's stamp: commands, or measured effort when it came from the joint states."""
+def _log_efforts(path: Path, kind: str | None = None) -> Efforts:
+    """Return a log's ``tau`` at each frame's stamp: commands, or measured effort when it came from the joint states.
+
+    A servo arm's log gives its goals instead (``goal_position`` or ``goal_velocity``), or the goals of ``kind``.
+    """
     try:
         log = read_log(path)
     except LogFileError as error:
         raise CompareError(str(error)) from None
+    goals = [
+        channel for name, channel in GOAL_CHANNELS.items() if kind in (None, name) and channel in log.channel_names
+    ]
+    if goals:
+        return _log_goals(path, log, goals[0])
     if "tau" not in log.channel_names:
         msg = f"log '{path}' has no 'tau' channel (joint torques), so no efforts to compare"
         raise CompareError(msg)
@@ -286,8 +368,25 @@ def _log_efforts(path: Path) -> Efforts:
     return Efforts(path, "tau", names[: tau.shape[1]], stamps[keep], tau[keep], measured=measured)
 
 
+def _log_goals(path: Path, log: Any, channel: str) -> Efforts:
+    """Return a log's goals (``goal_position``, ``goal_velocity``) at each frame's stamp where it holds one."""
+    times = np.asarray(log.times, dtype=np.float64)
+    goals = np.asarray(log.channel(channel), dtype=np.float64).reshape(len(times), -1)
+    stamps = int(log.extra.get("time_origin_ns", 0)) + np.round(times * NANOSECONDS).astype(np.int64)
+    names = [str(name) for name in log.extra.get("joint_names", [])] or default_joint_names(goals.shape[1])
+    keep = np.isfinite(goals).any(axis=1)
+    kind = channel.removeprefix("goal_")
+    return Efforts(path, channel, names[: goals.shape[1]], stamps[keep], goals[keep], kind=kind)
+
+
 def load_efforts(
-    path: str | Path, topic: str | None = None, command_joints: Sequence[str] = (), *, commands_only: bool = False
+    path: str | Path,
+    topic: str | None = None,
+    command_joints: Sequence[str] = (),
+    *,
+    commands_only: bool = False,
+    kind: str | None = None,
+    answered: NDArray[np.int64] | None = None,
 ) -> Efforts:
     """Read one side's efforts from a bag or a ``.sklog.npz`` log: its commands, else its measured effort.
 
@@ -304,6 +403,12 @@ def load_efforts(
         (``j1 ... jN`` when empty); for ``joint_commands``, the columns to keep.
     commands_only : bool, optional
         Refuse a side without commands (the shadow's).
+    kind : str | None, optional
+        The commands to read: ``effort``, or a servo's ``position`` or ``velocity`` goals (the
+        shadow's kind, for the recorded side); ``None`` for what the side has.
+    answered : NDArray[np.int64] | None, optional
+        The stamps of the states the shadow answered: of a bag with several joint-state topics,
+        the one they are stamps of pairs commands that are not stamped with states.
 
     Raises
     ------
@@ -312,13 +417,21 @@ def load_efforts(
     """
     file = Path(path)
     if file.name.endswith(".npz"):
-        efforts = _log_efforts(file)
+        efforts = _log_efforts(file, kind)
     else:
         try:
             with open_bag(file) as bag:
-                efforts = _from_bag(bag, topic, command_joints, commands_only=commands_only)
+                efforts = _from_bag(
+                    bag, topic, command_joints, commands_only=commands_only, kind=kind, answered=answered
+                )
         except BagError as error:
             raise CompareError(str(error)) from None
+    if kind is not None and efforts.kind != kind and not efforts.measured:
+        msg = (
+            f"'{file}' holds {efforts.what} on {efforts.source}, not the {kind} commands to set beside the shadow's; "
+            f"pass --recorded-topic with the topic of the recorded {kind} commands"
+        )
+        raise CompareError(msg)
     if commands_only and efforts.measured:
         msg = f"'{file}' holds measured effort ({efforts.source}), not a shadow's commands; pass the shadow run second"
         raise CompareError(msg)
@@ -328,22 +441,29 @@ def load_efforts(
     return efforts
 
 
-def _from_bag(bag: Bag, topic: str | None, joints: Sequence[str], *, commands_only: bool) -> Efforts:
-    chosen = _given(bag, topic) if topic else _command_topic(bag)
-    if chosen is None and commands_only:
-        msg = (
-            f"bag '{bag.path}' has no {JOINT_COMMANDS} or {EFFORT_COMMANDS} topic, so no commands to compare; "
-            f"it has {list(bag.topics)}"
-        )
+def _from_bag(
+    bag: Bag,
+    topic: str | None,
+    joints: Sequence[str],
+    *,
+    commands_only: bool,
+    kind: str | None,
+    answered: NDArray[np.int64] | None,
+) -> Efforts:
+    chosen = _given(bag, topic) if topic else _command_topic(bag, kind)
+    if chosen is None and (commands_only or kind not in (None, EFFORT)):
+        what = "commands" if kind in (None, EFFORT) else f"{kind} commands (a servo's goals)"
+        hint = "" if kind in (None, EFFORT) else "; pass --recorded-topic with the topic its goals were sent on"
+        msg = f"bag '{bag.path}' has no command topic, so no {what} to compare; it has {list(bag.topics)}{hint}"
         raise CompareError(msg)
     if chosen is None:
-        efforts = _by_name(bag, _state_topic(bag), joints, measured=True)
-    elif bag.topics[chosen].msgtype == FLOAT_ARRAY_TYPE:
-        return _array_commands(bag, chosen, joints)
-    else:  # stamped commands (effort only), or a joint-state topic named for its measured effort
-        efforts = _by_name(bag, chosen, joints, measured=_is_state_topic(bag, chosen))
-    if efforts.measured:
-        _check_measured(efforts)
+        efforts = _measured(bag, _state_topic(bag), joints)
+    elif topic and kind in (None, EFFORT) and _is_state_topic(bag, chosen):  # a joint-state topic named for its effort
+        efforts = _measured(bag, chosen, joints)
+    else:  # commands, stamped or not: of the kind asked for where carried, else of the first kind carried
+        carried = _kinds(bag, chosen)
+        return _commands(bag, chosen, joints, kind if kind in carried else carried[0], answered)
+    _check_measured(efforts)
     return efforts
 
 

@@ -128,7 +128,10 @@ def plot_comparison(recorded: Efforts, shadow: Efforts, comparison: Comparison) 
     names = [joint.name for joint in comparison.joints]
     origin = int(comparison.stamps[0])
     figure, panels, lower = _figure(len(names))
-    sides = ((recorded, f"recorded {recorded.what}", {"lw": 1.6}), (shadow, "shadow commands", {"lw": 1.0, "ls": "--"}))
+    sides = (
+        (recorded, f"recorded {recorded.what}", {"lw": 1.6}),
+        (shadow, f"shadow {shadow.what}", {"lw": 1.0, "ls": "--"}),
+    )
     for ax, name in zip(panels, names, strict=True):
         for side, _, style in sides:
             ax.plot((side.stamps - origin) / NANOSECONDS, side.values[:, side.joints.index(name)], **style)
@@ -261,8 +264,9 @@ def _compare(args: argparse.Namespace) -> tool.Done:
     if args.angles:
         return _compare_angles(args, output)
     joints = split_names(args.command_joints)
-    recorded = load_efforts(args.recorded, args.recorded_topic, joints)
     shadow = load_efforts(args.shadow, args.shadow_topic, joints, commands_only=True)
+    # The recorded commands of the shadow's kind (a servo arm's goals beside goals), paired with the states it answered.
+    recorded = load_efforts(args.recorded, args.recorded_topic, joints, kind=shadow.kind, answered=shadow.stamps)
     comparison = compare_efforts(recorded, shadow, max_lag=args.max_lag)
     _write(output, plot_comparison(recorded, shadow, comparison), args.dpi)
     if recorded.measured:
@@ -271,10 +275,10 @@ def _compare(args: argparse.Namespace) -> tool.Done:
             f"({recorded.source}, {len(recorded.stamps)} states)"
         )
     else:
-        first = f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} commands)"
+        first = f"recorded: {recorded.path} ({recorded.source}, {len(recorded.stamps)} {recorded.what})"
     report = [
         first,
-        f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} commands)",
+        f"shadow:   {shadow.path} ({shadow.source}, {len(shadow.stamps)} {shadow.what})",
         comparison.text(),
         f"wrote {output}",
     ]

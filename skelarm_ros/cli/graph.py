@@ -28,11 +28,16 @@ from skelarm_ros.bags.shadow import ShadowPlan, shadow_plan
 from skelarm_ros.interface import (
     BASE_FRAME,
     COMMANDS,
+    EFFORT,
+    INTERFACES,
     JOINT_COMMANDS,
     JOINT_STATES,
     LOCKSTEP,
     MODES,
     PLAN_FROM_STATE,
+    POSITION_MODES,
+    REFERENCE,
+    STIFFNESS,
     TARGET,
     check_choice,
     check_count,
@@ -48,6 +53,7 @@ from skelarm_ros.nodes.params.force_replay import CLOCK_TIMING, TIMER_TIMING, Fo
 from skelarm_ros.nodes.params.recorder import RecorderParams
 from skelarm_ros.nodes.params.simulator import SimulatorParams
 from skelarm_ros.outputs import check_new
+from skelarm_ros.sim.driver import check_servo_gain
 from skelarm_ros.sim.scenario import load_arm, resolve_scenario, share_directory
 from skelarm_ros.sim.urdf import skeleton_to_urdf
 
@@ -176,11 +182,25 @@ ARGUMENTS: dict[str, LaunchArgument] = {
             "hardware",
             "sim",
             "sim starts the simulator; none leaves it out for a real arm's driver "
-            "that publishes joint_states and takes the effort commands; twin starts the simulator as that driver "
+            "that publishes joint_states and takes the commands; twin starts the simulator as that driver "
             "(the scenario's [driver] table) and the controller as on the real arm, to predict its run",
             HARDWARE,
         ),
         LaunchArgument("controller", "true", "start the controller of the scenario's [controller] table", BOOLEAN),
+        LaunchArgument(
+            "interface",
+            EFFORT,
+            "what the arm's driver takes: effort (torques), or position or velocity (a servo arm's goals, "
+            "docs/servo.md); with a simulator, the scenario's [driver] interface",
+            INTERFACES,
+        ),
+        LaunchArgument(
+            "position_mode",
+            REFERENCE,
+            "how a servo's goal is made: reference (a tracking controller's reference) or stiffness (any "
+            "controller's torque through the scenario's [driver] servo_kp or servo_kv)",
+            POSITION_MODES,
+        ),
         LaunchArgument(
             "compose",
             "false",
@@ -430,13 +450,8 @@ def _graph(arguments: Mapping[str, str] | None) -> _Graph:
         arm = load_arm(scenario)
     except ValueError as error:
         raise GraphError(str(error)) from None
-    if values["hardware"] == "twin" and arm.driver is not None and arm.driver.servo:
-        msg = (
-            f"scenario '{scenario}' has [driver].interface = \"{arm.driver.interface}\": hardware:=twin stands in for "
-            'effort drivers only (interface = "effort")'
-        )
-        raise GraphError(msg)
     controller = _flag(values, "controller")
+    _check_interface(values, arm, simulate=simulate, controller=controller)
     compose = _flag(values, "compose")
     if compose and not (simulate and controller):
         msg = (
@@ -563,6 +578,8 @@ def _controller(graph: _Graph) -> NodeSpec:
     parameters: dict[str, ParameterValue] = {
         CONTROLLER.scenario: graph.scenario,
         CONTROLLER.command_interface: graph.command_interface,
+        CONTROLLER.interface: graph.values["interface"],
+        CONTROLLER.position_mode: graph.values["position_mode"],
         CONTROLLER.reliable_states: graph.lockstep,  # lockstep answers every state; realtime takes any driver's
         CONTROLLER.thread_priority: graph.priority,
     }
@@ -605,6 +622,26 @@ def _live_arm_settings(graph: _Graph) -> dict[str, ParameterValue]:
     if graph.lockstep:
         return {name: value for name, value in settings.items() if name not in WALL_CLOCK}
     return settings
+
+
+def _check_interface(values: Mapping[str, str], arm: ArmSetup, *, simulate: bool, controller: bool) -> None:
+    """Refuse a controller's ``interface`` the simulated arm does not take, and a goal mode that cannot apply."""
+    interface = values["interface"]
+    if not controller:
+        return
+    takes = EFFORT if arm.driver is None else arm.driver.interface
+    if simulate and interface != takes:
+        msg = (
+            f"interface:={interface} but the scenario's arm takes {takes} commands ([driver] interface = "
+            f'"{takes}"); pass interface:={takes}, or give the scenario the [driver] of a {interface} servo '
+            "(docs/servo.md)"
+        )
+        raise GraphError(msg)
+    if interface != EFFORT and values["position_mode"] == STIFFNESS:
+        try:
+            check_servo_gain(interface, arm.driver)
+        except ValueError as error:
+            raise GraphError(str(error)) from None
 
 
 def _composed(graph: _Graph) -> NodeSpec:

@@ -43,7 +43,7 @@ from skelarm_ros.sim.markers import ArmGeometry, Goal, goals_from_config
 from skelarm_ros.sim.scenario import ScenarioError, load_arm
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -225,11 +225,15 @@ def joint_groups(log: skelarm.StateLog, joints: list[str], skeleton: skelarm.Ske
     return groups
 
 
+POSITION_OVERLAYS = {"q_ref": ("--", "reference (dashed)"), "goal_position": (":", "servo's goal (dotted)")}
+"""Channels drawn over the joint positions in each joint's colour: their line style and legend entry."""
+
+
 def _draw_positions(
     ax: Axes,
     t: NDArray[np.float64],
     q: NDArray[np.float64],
-    q_ref: NDArray[np.float64] | None,
+    overlays: Mapping[str, NDArray[np.float64] | None],
     *,
     group: JointGroup,
     kind: JointKind,
@@ -237,10 +241,13 @@ def _draw_positions(
     convert = np.rad2deg if kind.degrees else np.asarray
     for k, (column, name) in enumerate(zip(group.columns, group.names, strict=True)):
         ax.plot(t, convert(q[:, column]), color=f"C{k}", label=name)
-    if q_ref is not None and q_ref.shape == q.shape:
+    for channel, values in overlays.items():
+        if values is None or values.shape != q.shape or not np.isfinite(values[:, group.columns]).any():
+            continue
+        style, label = POSITION_OVERLAYS[channel]
         for k, column in enumerate(group.columns):
-            ax.plot(t, convert(q_ref[:, column]), color=f"C{k}", ls="--", lw=0.9)
-        ax.plot([], [], color="gray", ls="--", lw=0.9, label="reference (dashed)")
+            ax.plot(t, convert(values[:, column]), color=f"C{k}", ls=style, lw=0.9)
+        ax.plot([], [], color="gray", ls=style, lw=0.9, label=label)
     ax.set_ylabel(kind.position_label)
 
 
@@ -326,8 +333,8 @@ def plot_log(
     Parameters
     ----------
     log : skelarm.StateLog
-        The run; needs a ``q`` channel, uses ``tau``, ``q_ref``, ``ext_force`` and
-        ``equilibrium`` where present.
+        The run; needs a ``q`` channel, uses ``tau``, ``q_ref``, ``goal_position`` (a servo's
+        goals), ``ext_force`` and ``equilibrium`` where present.
     skeleton : skelarm.Skeleton | None, optional
         The arm; ``None`` draws no plane view (joint plots only).
     goals : Sequence[Goal], optional
@@ -352,10 +359,10 @@ def plot_log(
     groups = joint_groups(log, joints, skeleton)
     layout = _Layout(len(groups), plane=plane, lower=lower is not None)
     kinds = _kinds(log)
-    q_ref = _matrix(log, "q_ref")
+    overlays = {name: _matrix(log, name) for name in POSITION_OVERLAYS}
     for group, (position_ax, effort_ax) in zip(groups, layout.joint_axes, strict=True):
         kind = kinds[group.kind]
-        _draw_positions(position_ax, t, q, q_ref, group=group, kind=kind)
+        _draw_positions(position_ax, t, q, overlays, group=group, kind=kind)
         _draw_efforts(effort_ax, t, tau, q.shape[1], group=group, kind=kind)
         many = f" ({len(group.names)} joints)" if len(groups) > 1 else ""
         position_ax.set_title(kind.positions + many)

@@ -25,7 +25,8 @@ arm's effort limits, a push further past a joint limit is clamped to zero, and a
 that diverges is stopped (:mod:`~skelarm_ros.control.safety`). On a live arm
 (``live_arm``) a restart is prepared at one state, which is answered with the torque
 that holds the arm, and its time line starts at the next, so no state that waited for
-the preparation starts it.
+the preparation starts it. For a servo arm (``interface``, :mod:`~skelarm_ros.control.servo`)
+each answer's command is the servo's goal made from it, and a stopped arm is held where it is.
 
 This module does not import rclpy.
 """
@@ -54,6 +55,7 @@ from skelarm_ros.control.safety import (
     ramp_at,
     soft_start,
 )
+from skelarm_ros.control.servo import ServoGoal, servo_goal
 from skelarm_ros.control.settings import LIVE_SETTINGS, ControlSettings
 from skelarm_ros.control.twins import has_fast_model, reads_joints_only, with_fast_model
 from skelarm_ros.interface import (
@@ -174,6 +176,8 @@ class ControlOutput:
     restart : frozenset[Restart]
         The restarts prepared at this state (:data:`~skelarm_ros.control.restarts.RESTARTS`); empty
         on a running time line.
+    goal : NDArray[np.float64] | None
+        A servo's goal (rad or rad/s, ``joint_names`` order, :mod:`~skelarm_ros.control.servo`); ``None``: torques.
     """
 
     torque: NDArray[np.float64]
@@ -182,6 +186,12 @@ class ControlOutput:
     said: list[Say] = field(default_factory=list)
     demand: NDArray[np.float64] | None = None
     restart: frozenset[Restart] = frozenset()
+    goal: NDArray[np.float64] | None = None
+
+    @property
+    def command(self) -> NDArray[np.float64]:
+        """What the driver is sent (``joint_names`` order): the servo's goal, else the torque."""
+        return self.torque if self.goal is None else self.goal
 
 
 class ControlLoop:
@@ -199,6 +209,8 @@ class ControlLoop:
         The joints' armature and friction; ``None`` for none.
     limits : JointLimits | None, optional
         The arm's effort and velocity limits (its description's); ``None`` for none.
+    servo : ServoGoal | None, optional
+        A servo arm's goals made of the answers (:attr:`ControlOutput.command`); ``None``: torques.
 
     Attributes
     ----------
@@ -226,6 +238,7 @@ class ControlLoop:
         grav_vec: ArrayLike | None = None,
         drive: JointDrive | None = None,
         limits: JointLimits | None = None,
+        servo: ServoGoal | None = None,
     ) -> None:
         """Take the scenario's controller and set the loop up; no state is controlled yet."""
         settings = self.settings = ControlSettings() if settings is None else settings
@@ -266,6 +279,8 @@ class ControlLoop:
         self._ramp_from = 0  # stamp (ns) the soft start counts from: the start of the last time line that ramped
         self._last_stamp: int | None = None
         self._t = 0.0
+        self.servo = servo
+        self._last_q: NDArray[np.float64] | None = None  # the angles of the last state controlled
         self._pending_target: NDArray[np.float64] | None = None
 
     def _arm_model(self, grav_vec: ArrayLike | None, drive: JointDrive | None, modelled: bool) -> dict[str, Any]:
@@ -406,7 +421,7 @@ class ControlLoop:
         self.effort_limits = self._described_efforts if values is None else np.array(values)
 
     def command_torque(self, torque: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Return a torque given in ``joint_names`` order in :attr:`command_joints` order."""
+        """Return a command (a torque or a goal) given in ``joint_names`` order in :attr:`command_joints` order."""
         return torque[self._command_order]
 
     # -- target -----------------------------------------------------------------------------------
@@ -582,10 +597,11 @@ class ControlLoop:
                 )
                 raise Rejected(msg)
             self._restart(Restart.TIME_REVERSAL)
-        if self.stopped is not None:  # a live arm diverged: nothing but zero torque from then on
+        self._last_q = q
+        if self.stopped is not None:  # a live arm diverged: nothing but zero torque (a servo: rest) from then on
             self._last_stamp = stamp_ns
             zero = np.zeros(self.num_joints)
-            return ControlOutput(zero, {}, self._t, demand=zero)
+            return ControlOutput(zero, {}, self._t, demand=zero, goal=self.rest_command())
         if self._pending_target is not None:
             self._restart(Restart.NEW_TARGET)
         if self._origin is None or not reads_joints_only(self.controller):
@@ -597,7 +613,8 @@ class ControlLoop:
         if restart and self.live_arm:  # preparing took its time: the time line starts at the next state, held here
             self._last_stamp = stamp_ns
             hold = self._holding.at(q, dq)
-            return ControlOutput(self._holding_command(hold, q, said), {}, 0.0, said, hold, restart)
+            holding = self._holding_command(hold, q, said)
+            return ControlOutput(holding, {}, 0.0, said, hold, restart, self._servo_command(holding, 0.0, q, dq))
         t = self._start(stamp_ns) if self._origin is None else self._time(stamp_ns - self._origin)
         self._last_stamp = stamp_ns
         self._t = t
@@ -612,7 +629,26 @@ class ControlLoop:
         channels = {name: np.asarray(value, dtype=np.float64) for name, value in self.controller.log_channels().items()}
         demand = self._demand(torque, q, dq, stamp_ns)
         torque = self._bounded(demand, q, dq, stamp_ns, channels, said)
-        return ControlOutput(torque, channels, t, said, demand, restart)
+        return ControlOutput(torque, channels, t, said, demand, restart, self._servo_command(torque, t, q, dq))
+
+    def _servo_command(
+        self, torque: NDArray[np.float64], t: float, q: NDArray[np.float64], dq: NDArray[np.float64]
+    ) -> NDArray[np.float64] | None:
+        """Return a servo's goal for this answer (at rest once stopped); ``None`` for an effort driver."""
+        if self.servo is None:
+            return None
+        if self.stopped is not None:
+            return self.servo.rest(q)
+        return self.servo.goal(self.controller, t, q, dq, torque)
+
+    def rest_command(self) -> NDArray[np.float64] | None:
+        """Return the command that leaves the arm at rest (``joint_names`` order): zero torque, or a servo's goal.
+
+        A servo's holds the arm where the last state had it (``None`` before any state).
+        """
+        if self.servo is None:
+            return np.zeros(self.num_joints)
+        return None if self._last_q is None else self.servo.rest(self._last_q)
 
     def _holding_command(
         self, hold: NDArray[np.float64], q: NDArray[np.float64], said: list[Say]
@@ -717,7 +753,7 @@ def build_control_loop(
     ScenarioError
         If the scenario cannot be used (an unknown controller type names skelarm's known types).
     ValueError
-        If a setting is out of range (the message names it).
+        If a setting is out of range, or ``position_mode`` cannot apply (the message names it).
     TypeError
         If a change names no setting.
     """
@@ -736,5 +772,7 @@ def build_control_loop(
             msg = f"the scenario's controller cannot be built with dt={dt}: {error}"
             raise ScenarioError(msg) from None
         loaded = dataclasses.replace(loaded, controller=controller)
-    loop = ControlLoop(loaded, settings, grav_vec=arm.grav_vec, drive=arm.drive, limits=arm.limits)
+    kind = str((loaded.source_config or {}).get("controller", {}).get("type", ""))
+    servo = servo_goal(settings.interface, settings.position_mode, loaded.controller, arm.driver, controller_type=kind)
+    loop = ControlLoop(loaded, settings, grav_vec=arm.grav_vec, drive=arm.drive, limits=arm.limits, servo=servo)
     return loop, problems

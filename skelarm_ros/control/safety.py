@@ -398,6 +398,8 @@ class StateWatch:
         The joint-state topic, named in the warning.
     period : float
         Seconds between two looks (:meth:`check`) as the timer sets them.
+    rest : str, optional
+        What the stopped arm is sent, as the warning says it (a servo arm: the goal that holds it).
 
     Attributes
     ----------
@@ -407,10 +409,11 @@ class StateWatch:
         Gaps noticed so far.
     """
 
-    def __init__(self, timeout: float, topic: str, period: float) -> None:
+    def __init__(self, timeout: float, topic: str, period: float, rest: str = "zero torque") -> None:
         """Wait for the first state; nothing is stale before it."""
         self.timeout = check_non_negative("state_timeout", timeout)
         self.topic = topic
+        self.rest = rest
         self.period = period
         self.stale = False
         self.gaps = 0
@@ -452,6 +455,6 @@ class StateWatch:
             Say(
                 WARNING,
                 f"no joint state on {self.topic} for {now - self._last:.3f} s (state_timeout {self.timeout:g} s); "
-                "sent zero torque, control resumes when states return",
+                f"sent {self.rest}, control resumes when states return",
             )
         ]

@@ -18,9 +18,13 @@ from typing import Any
 
 from skelarm_ros.interface import (
     CONTROLLER_MODELS,
+    EFFORT,
+    INTERFACES,
     MODEL_ARM,
     PLAN_FROM,
     PLAN_FROM_STATE,
+    POSITION_MODES,
+    REFERENCE,
     TIME_REVERSAL_MODES,
     check_choice,
     check_non_negative,
@@ -66,6 +70,12 @@ class ControlSettings:
         The arm is a real one behind a driver that holds the last command: a time line starts
         at the state after the one it was prepared on, and a diverging arm is stopped
         (:class:`~skelarm_ros.control.safety.DivergenceGuard`).
+    interface : str
+        What the arm's driver takes: ``effort`` (torques), or a servo's ``position`` or
+        ``velocity`` goals (:func:`~skelarm_ros.control.servo.servo_goal`).
+    position_mode : str
+        How a servo's goal is made: ``reference`` (a tracking controller's reference) or
+        ``stiffness`` (the torque through the servo's gains).
 
     Raises
     ------
@@ -83,6 +93,8 @@ class ControlSettings:
     soft_start: float = 0.0
     controller_model: str = MODEL_ARM
     live_arm: bool = False
+    interface: str = EFFORT
+    position_mode: str = REFERENCE
 
     def __post_init__(self) -> None:
         """Check the values, and hold the lists as tuples."""
@@ -93,6 +105,8 @@ class ControlSettings:
         check_choice("plan_from", self.plan_from, PLAN_FROM)
         check_non_negative("soft_start", self.soft_start)
         check_choice("controller_model", self.controller_model, CONTROLLER_MODELS)
+        check_choice("interface", self.interface, INTERFACES)
+        check_choice("position_mode", self.position_mode, POSITION_MODES)
 
     @classmethod
     def of(cls, values: object, **changes: Any) -> ControlSettings:

@@ -62,8 +62,9 @@ class TwinRun:
     arm_position : NDArray[np.float64]
         ``(n, joints)`` the arm's own joint angles at those states (rad), without the driver's noise.
     command : NDArray[np.float64]
-        ``(n, joints)`` the loop's torque answering each state (N*m, ``joint_names`` order);
-        the last state's is not applied (the run ended), as in the graph.
+        ``(n, joints)`` the loop's command answering each state (``joint_names`` order): its torque
+        (N*m), or a servo arm's goal (rad, rad/s); the last state's is not applied (the run
+        ended), as in the graph.
     stopped : str
         Empty when the run went to its end; else why it stopped early (the controller gave no
         command for a state, or the arm's state became non-finite): the rows end there.
@@ -143,11 +144,11 @@ def run_twin(
             stopped = f"the controller gave no command for the state stamped {stamp} ns: {error}"
             row += 1
             break
-        command[row] = output.torque
+        command[row] = output.command
         row += 1
         if sim.steps >= last:
             break
-        if not sim.advance(output.torque):
+        if not sim.advance(output.command):
             stopped = sim.halted
             break
     cut = {key: value[:row] for key, value in table.items()}

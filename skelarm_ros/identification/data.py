@@ -391,8 +391,8 @@ def _sources(log: LogFile) -> tuple[dict[str, str], ...]:
     )
 
 
-def _channel(log: LogFile, name: str, width: int | None = None) -> NDArray[np.float64] | None:
-    """Return a channel as a float matrix, NaN where its ``valid_<name>`` mask is false; ``None`` if absent."""
+def log_channel(log: LogFile, name: str, width: int | None = None) -> NDArray[np.float64] | None:
+    """Return a log's channel as a float matrix, NaN where its ``valid_<name>`` mask is false; ``None`` if absent."""
     if name not in log.channel_names:
         return None
     values = np.array(log.channel(name), dtype=np.float64)
@@ -406,7 +406,8 @@ def _channel(log: LogFile, name: str, width: int | None = None) -> NDArray[np.fl
     return values
 
 
-def _joint_names(log: LogFile, width: int) -> list[str]:
+def log_joint_names(log: LogFile, width: int) -> list[str]:
+    """Return a log's joint names (its ``[extra]``, its ``q`` columns, else ``j1 ... jN``)."""
     names = log.extra.get("joint_names")
     if not (isinstance(names, list) and len(names) == width):
         names = log.channel_meta.get("q", {}).get("columns")
@@ -462,15 +463,24 @@ def read_recording(path: str | Path, options: BagOptions | None = None) -> Recor
         If the input is missing or unreadable, or has no joint angles, velocities or torque.
     """
     source = Path(path)
+    log, notes = read_input(source, options)
+    return recording_of(log, source, notes)
+
+
+def read_input(source: Path, options: BagOptions | None = None) -> tuple[LogFile, tuple[str, ...]]:
+    """Return an input's log in memory (a ``.sklog.npz`` read, a bag converted) and what reading it says.
+
+    Raises
+    ------
+    IdentificationError
+        If the input is missing or unreadable (one sentence).
+    """
     if not source.exists():
         msg = f"input '{source}' does not exist; pass a bag (folder, .db3, .mcap, .bag) or a .sklog.npz log"
         raise IdentificationError(msg)
-    notes: tuple[str, ...] = ()
     if source.is_file() and source.suffix == LOG_SUFFIX:
-        log = _read_log(source)
-    else:
-        log, notes = _convert(source, options or BagOptions())
-    return recording_of(log, source, notes)
+        return _read_log(source), ()
+    return _convert(source, options or BagOptions())
 
 
 def recording_of(log: LogFile, source: Path, notes: Sequence[str] = ()) -> Recording:
@@ -490,35 +500,35 @@ def recording_of(log: LogFile, source: Path, notes: Sequence[str] = ()) -> Recor
     IdentificationError
         If it has no joint angles or torque, or an effort timing identify does not know.
     """
-    q = _channel(log, "q")
+    q = log_channel(log, "q")
     if q is None or len(q) == 0:
         msg = f"input '{source}' has no joint angles (channel 'q'); record joint states"
         raise IdentificationError(msg)
     width = q.shape[1]
     time = np.asarray(log.times, dtype=np.float64)
-    dq = _channel(log, "dq", width)
+    dq = log_channel(log, "dq", width)
     recorded = dq is not None and bool(np.isfinite(dq).any())
     if dq is None or not recorded:
         dq = differentiate(time, q)
     tau = _required(
-        _channel(log, "tau", width),
+        log_channel(log, "tau", width),
         f"input '{source}' has no joint torque (no effort in its joint states and no effort commands); "
         "record the commands (joint_commands or effort_controller/commands) beside the joint states, "
         "or use a driver that publishes measured or commanded torque in their effort",
     )
     timing, effort = _timing(log, source)
     torques = [Torque("commands" if timing == FROM_FRAME and "commands" in effort else "effort", tau, timing, effort)]
-    measured = _channel(log, "measured_effort", width)
+    measured = log_channel(log, "measured_effort", width)
     if measured is not None and np.isfinite(measured).any():
         info = log.extra.get("effort", {}).get("measured", {})
         topic = info.get("topic", "the joint states") if isinstance(info, dict) else "the joint states"
         torques.append(Torque("measured", measured, UNTIL_FRAME, f"effort of {topic} (applied until its frame)"))
-    force = _channel(log, "ext_force", 2)
+    force = log_channel(log, "ext_force", 2)
     if force is not None and not np.any(force[np.isfinite(force)]):
         force = None  # recorded but never pushed: nothing to add
     return Recording(
         source=source,
-        joints=_joint_names(log, width),
+        joints=log_joint_names(log, width),
         time=time,
         q=q,
         dq=dq,

@@ -53,6 +53,7 @@ from skelarm_ros.identification.regressor import (
     structure,
 )
 from skelarm_ros.identification.report import report_lines
+from skelarm_ros.identification.servo import ServoEstimate, identify_servo, servo_into
 from skelarm_ros.identification.twin import (
     TABLE,
     Prediction,
@@ -127,6 +128,8 @@ class Result:
     notes : tuple[str, ...]
         What a user should know besides the result (what reading the inputs said, a prior
         of another geometry, irregular steps, offsets left out), each once.
+    servo : ServoEstimate | None
+        A servo arm's servo, from the runs' position goals (:mod:`~skelarm_ros.identification.servo`).
     """
 
     joints: list[str]
@@ -151,6 +154,7 @@ class Result:
     effort_bias: NDArray[np.float64] | None
     driver: DriverEstimate
     notes: tuple[str, ...]
+    servo: ServoEstimate | None = None
 
 
 def _prior(scenario: str | Path | None) -> ArmSetup | None:
@@ -514,6 +518,7 @@ def identify(
         driver={"effort_bias": bias, **driver.table},
         dt=driver.dt,
     )
+    servo = servo_into(config, inputs, options, names, prior_setup)
     twin = _twin_setup(config)
     predictions = []
     for path in validate:
@@ -547,6 +552,7 @@ def identify(
         effort_bias=bias,
         driver=driver,
         notes=tuple(dict.fromkeys(notes)),
+        servo=servo,
     )
     if refusal is not None:
         raise NotBetterError(refusal, result)
@@ -731,6 +737,11 @@ def _outputs(args: argparse.Namespace) -> list[Path]:
 
 
 def _identify(args: argparse.Namespace) -> tool.Done:
+    bag = BagOptions(args.joint_topic, args.command_topic, args.clock, args.recover)
+    joints = split_names(args.joints) or None
+    servo_only = identify_servo(args.inputs, args.output, prior=_prior(args.scenario), bag=bag, joints=joints)
+    if servo_only is not None:  # a servo arm's goals without torque: the servo told, the dynamics the prior's
+        return tool.Done(report=servo_only)
     try:
         result = _run(args)
     except NotBetterError as refused:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from skelarm_ros.identification import offsets
 from skelarm_ros.identification.regressor import TERM_UNITS
+from skelarm_ros.identification.servo import servo_report
 from skelarm_ros.identification.twin import Prediction
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ def report_lines(result: Result) -> list[str]:
     lines += [f"driver: {line}" for line in result.driver.found]
     lines += [f"driver, not estimated: {line}" for line in result.driver.missing]
     lines += _twin_lines(result)
+    if result.servo is not None:
+        lines += servo_report(result.servo)
     for prediction in result.predictions:
         twin_error = Prediction.error(prediction.twin, prediction.measured)
         line = (

@@ -126,10 +126,10 @@ class ComposedSimulator(SimulatorNode):
             self._drive_timer.reset()
 
     def _command(self, output: ControlOutput) -> Any:
-        """Return the controller's torque as the simulator takes a ``joint_commands`` message; ``None`` if refused."""
+        """Return the controller's command as the simulator takes a ``joint_commands`` message; ``None`` if refused."""
         loop = self.controller.loop
         try:
-            return self.sim.command_from_joint_state(loop.command_joints, loop.command_torque(output.torque).tolist())
+            return self.sim.command_from_joint_state(loop.command_joints, loop.command_torque(output.command).tolist())
         except Rejected as error:
             self.get_logger().error(f"the controller's command was refused: {error}")
             return None

@@ -8,6 +8,8 @@ logging. See docs/controller.md for the parameters, topics and channel messages.
 command is zero torque, whatever stops it short of SIGKILL, and so is its command when the
 joint states go stale or the controller fails; on a live arm (``live_arm``) a diverging arm
 gets zero torque and the node ends with exit code 1 (docs/controller.md, "Driving a real arm").
+A servo arm (``interface`` position or velocity, docs/servo.md) is sent goals instead, and
+held where it is in place of zero torque.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from skelarm_ros.control.safety import StateWatch
 from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.interface import (
     BASE_FRAME,
-    COMMAND_TOPICS,
     JOINT_COMMANDS,
+    JOINT_STATE_FIELDS,
     JOINT_STATES,
     TARGET,
     channel_topic,
     check_effort_limits,
+    command_topic,
     stamp_to_nanoseconds,
 )
 from skelarm_ros.nodes.endpoints import KEEP_ALL, Direct, HeldBack, IncompatiblePeers, JointStateInput, newest
@@ -101,6 +104,8 @@ class ControllerNode(KitNode):
         """Declare the parameters, build the control loop and wire the topics."""
         params = self.params = declare_parameters(self, ControllerParams, DOC, self.shared)
         self.loop, problems = build_control_loop(params.scenario, ControlSettings.of(params))
+        self.rest = "zero torque" if self.loop.servo is None else "the goal holding the arm where it was"
+        """What a stop sends, as the log says it: zero torque, or a servo arm's goal where it is."""
         for problem in problems:
             self.get_logger().warning(problem)
         self.thread_priority = params.thread_priority
@@ -114,7 +119,7 @@ class ControllerNode(KitNode):
         state_qos = newest(1 if params.live_arm else params.qos_depth, reliable=params.reliable_states)
         # Lockstep waits for every command: keep all, so none is dropped. Reliable commands reach any reader.
         self._out_qos = KEEP_ALL if self._stamped else newest(params.qos_depth, reliable=True)
-        topic = COMMAND_TOPICS[params.command_interface]
+        topic = command_topic(params.command_interface, params.interface)
         readers = IncompatiblePeers(self, f"read {topic} with volatile durability (commands keep no history)")
         self.command_pub: Publisher = self.publisher(
             JointState if self._stamped else Float64MultiArray,
@@ -124,8 +129,11 @@ class ControllerNode(KitNode):
         )
         readers.endpoint = self.command_pub
         self._command_topic: str = self.command_pub.topic_name or topic  # as said in the log (a stand-in has none)
-        # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and efforts written into a template.
-        self._command_writer = JointStateWriter(self.loop.command_joints, (0, 0, len(self.loop.command_joints)))
+        # joint_commands go out as bytes (skelarm_ros.bags.cdr): the stamp and values written into a template, in the
+        # field of the interface (effort, position or velocity).
+        self._field = JOINT_STATE_FIELDS.index(params.interface)
+        counts = [len(self.loop.command_joints) if k == self._field else 0 for k in range(3)]
+        self._command_writer = JointStateWriter(self.loop.command_joints, counts)
         self.channel_pubs: dict[str, tuple[Publisher, list[str] | None]] = {}
         for name, value in self.loop.expected_channels().items():  # so recorders find them before the run
             self._channel_publisher(name, value)
@@ -144,20 +152,9 @@ class ControllerNode(KitNode):
             self._apply_parameters,
             checks={"effort_limits": lambda _name, value: check_effort_limits(value or [], joints)},
         )
-        drivers = IncompatiblePeers(
-            self, f"publish {JOINT_STATES} reliably, or set reliable_states:=false to take best-effort states"
-        )
         self.state_input: JointStateInput | None = None
-        self.states: Subscription | Direct
-        if self._direct is None:
-            self.state_input = JointStateInput(
-                self, JOINT_STATES, state_qos, self.on_state, self.on_damaged_state, peers=drivers
-            )
-            self.states = self.state_input.subscription
-        else:  # another node of the process calls answer() with each state
-            self.states = self._direct
-            self._direct.topic_name = self._direct.topic_name or JOINT_STATES
-        self.watch = StateWatch(params.state_timeout, self.states.topic_name, WATCH_PERIOD)
+        self.states = self._state_input(state_qos)
+        self.watch = StateWatch(params.state_timeout, self.states.topic_name, WATCH_PERIOD, self.rest)
         self.latency = LoopLatency(warn=params.live_arm)
         self._sent = 0.0  # when the last command went out (monotonic s)
         self._last_stamp = (0, 0)  # the newest controlled state's stamp, which a zero joint_commands carries
@@ -168,10 +165,12 @@ class ControllerNode(KitNode):
         self._waiting_said = -WAIT_REPORT
         self.create_timer(1.0, self.status, clock=steady)
         model = " + ".join(self.loop.model_terms)
+        servo = self.loop.servo
         self.get_logger().info(
             f"{type(self.loop.controller).__name__} on {joints} joints {self.loop.joint_names}, dt={self.loop.dt} s, "
             f"commands on {topic} in the order {self.loop.command_joints}; plans from the {params.plan_from}"
             + (f"; its model has the scenario's {model}" if model else "")
+            + ("" if servo is None else f"; sends {servo.describe()}")
         )
         unlimited = self.loop.unlimited_joints
         if params.live_arm and unlimited:
@@ -179,6 +178,17 @@ class ControllerNode(KitNode):
                 f"no effort limit bounds the commands of {', '.join(unlimited)}: give the scenario's links "
                 "effort_limit (N*m), or effort_limits:=[...], so a diverging loop cannot command any torque"
             )
+
+    def _state_input(self, qos: Any) -> Subscription | Direct:
+        """Subscribe to the joint states, or take them from the node of the process that hands them in."""
+        if self._direct is not None:  # another node of the process calls answer() with each state
+            self._direct.topic_name = self._direct.topic_name or JOINT_STATES
+            return self._direct
+        drivers = IncompatiblePeers(
+            self, f"publish {JOINT_STATES} reliably, or set reliable_states:=false to take best-effort states"
+        )
+        self.state_input = JointStateInput(self, JOINT_STATES, qos, self.on_state, self.on_damaged_state, peers=drivers)
+        return self.state_input.subscription
 
     def _apply_parameters(self, params: ControllerParams) -> None:
         """Apply a checked set of parameters (the live ones may have changed)."""
@@ -257,7 +267,7 @@ class ControllerNode(KitNode):
             self.failures += 1
             self.send_zero()
             self.get_logger().error(
-                f"the controller failed on a joint state ({self.failures} so far, zero torque sent): "
+                f"the controller failed on a joint state ({self.failures} so far, {self.rest} sent): "
                 f"{type(error).__name__}: {error}",
                 throttle_duration_sec=WARN_PERIOD,
             )
@@ -291,7 +301,7 @@ class ControllerNode(KitNode):
         missing = readers_missing(self, self.command_pub, (), 1)
         if missing:
             self.get_logger().info(
-                f"joint states arrive but {topic} has no reader yet (the driver's effort controller); "
+                f"joint states arrive but {topic} has no reader yet (the driver's command controller); "
                 "control starts when it has one",
                 throttle_duration_sec=WAIT_REPORT,
             )
@@ -309,13 +319,16 @@ class ControllerNode(KitNode):
         self.get_logger().info(f"stopped; {self.progress.summary()}; {self.latency.text()}")
         return super().wrap_up()
 
-    def send_zero(self) -> None:
-        """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state)."""
-        zero = self.loop.command_torque(np.zeros(self.loop.num_joints)).tolist()
-        if self._stamped:
-            self.command_pub.publish(self._command_writer.pack(*self._last_stamp, (), (), zero))
-        else:
-            self.command_pub.publish(Float64MultiArray(data=zero))
+    def send_zero(self) -> bool:
+        """Publish zero torque on the command topic now (a ``joint_commands`` one stamped as the newest state).
+
+        A servo arm is sent the goal that holds it where the last state had it (nothing before any
+        state). Return whether a command went out.
+        """
+        rest = self.loop.rest_command()
+        if rest is not None:
+            self.command_pub.publish(self._message(rest, *self._last_stamp))
+        return rest is not None
 
     def check_states(self, now: float | None = None) -> None:
         """Send one zero command when the joint states went stale (``state_timeout``); control resumes with the next.
@@ -338,14 +351,16 @@ class ControllerNode(KitNode):
         if not self.params.zero_on_stop:
             return
         try:
-            self.send_zero()
+            if not self.send_zero():
+                self.get_logger().info("no state came: no goal to hold the servo arm at was sent")
+                return
             unacked = wait_for_acknowledgements([self.command_pub], ZERO_ACK_TIMEOUT, stopped=lambda: False)
         except Exception as error:  # the context may already be gone: say it, the node ends anyway
             self.get_logger().error(f"could not send the last zero command: {type(error).__name__}: {error}")
             return
         # A reader acknowledges at the writer's next heartbeat (up to seconds apart), not per message.
         later = f" (not acknowledged by every reader within {ZERO_ACK_TIMEOUT:g} s)" if unacked else ""
-        self.get_logger().info(f"sent zero torque on {self._command_topic} as the last command{later}")
+        self.get_logger().info(f"sent {self.rest} on {self._command_topic} as the last command{later}")
 
     def status(self) -> None:
         """Say how the task goes every few seconds, or what the controller waits for before its first state."""
@@ -361,10 +376,16 @@ class ControllerNode(KitNode):
             )
 
     def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
-        torque = self.loop.command_torque(output.torque).tolist()
-        if self._stamped:
-            return self._command_writer.pack(sec, nanosec, (), (), torque)
-        return Float64MultiArray(data=torque)
+        return self._message(output.command, sec, nanosec)
+
+    def _message(self, command: np.ndarray, sec: int, nanosec: int) -> bytes | Float64MultiArray:
+        """Return a command (``joint_names`` order) as sent: in command order; stamped, in its interface's field."""
+        values = self.loop.command_torque(command).tolist()
+        if not self._stamped:
+            return Float64MultiArray(data=values)
+        fields: list[list[float]] = [[], [], []]
+        fields[self._field] = values
+        return self._command_writer.pack(sec, nanosec, *fields)
 
     def _channel_messages(
         self, output: ControlOutput, sec: int, nanosec: int, unread: bool

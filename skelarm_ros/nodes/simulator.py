@@ -28,7 +28,6 @@ from skelarm_ros.bags.cdr import JointStateWriter
 from skelarm_ros.interface import (
     BASE_FRAME,
     CLOCK,
-    COMMAND_TOPICS,
     COMMANDS,
     JOINT_STATES,
     LOCKSTEP,
@@ -39,6 +38,7 @@ from skelarm_ros.interface import (
     TIP_WRENCH,
     check_effort_limits,
     check_mode,
+    command_topic,
     stamp_text,
     stamp_to_nanoseconds,
 )
@@ -167,7 +167,7 @@ class SimulatorNode(KitNode):
         self.tip_pub = self.publisher(PointStamped, TIP, qos)
         self.clock_pub = self.publisher(ClockMsg, CLOCK, qos) if params.publish_clock else None
         self.description_pub = self.publisher(String, ROBOT_DESCRIPTION, LATCHED)
-        self.command_sub = self._command_input(COMMAND_TOPICS[params.command_interface], inputs)
+        self.command_sub = self._command_input(command_topic(params.command_interface, self.sim.interface), inputs)
         self.wrench_sub = self.create_subscription(WrenchStamped, TIP_WRENCH, self.on_wrench, inputs)
         self.create_service(Trigger, RESET_SERVICE, self.on_reset)
         self.create_service(SetBool, PAUSE_SERVICE, self.on_pause)
@@ -229,7 +229,7 @@ class SimulatorNode(KitNode):
     # -- inputs ----------------------------------------------------------------------------------------
 
     def on_commands(self, msg: Float64MultiArray) -> None:
-        """Take an ``effort_controller/commands`` message (values in joint order)."""
+        """Take an ``effort_controller/commands`` message (a servo's: its interface's), values in joint order."""
         try:
             tau = self.sim.command_from_array(msg.data)
         except Rejected as error:
@@ -242,12 +242,12 @@ class SimulatorNode(KitNode):
         self.sim.rejected[COMMAND] += 1
         self._reject(COMMAND, Rejected(problem))
 
-    def on_joint_command(
-        self, names: Sequence[str], _position: Any, _velocity: Any, effort: Sequence[float], sec: int, nanosec: int
+    def on_joint_command(  # noqa: PLR0917 - the JointState input's fields, handed on
+        self, names: Sequence[str], position: Any, velocity: Any, effort: Sequence[float], sec: int, nanosec: int
     ) -> None:
         """Take a ``joint_commands`` message's fields: held (realtime) or paired with its step (lockstep)."""
         try:
-            tau = self.sim.command_from_joint_state(names, effort)
+            tau = self.sim.command_from_fields(names, position, velocity, effort)
         except Rejected as error:
             self._reject(COMMAND, error)
             return

@@ -27,15 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skelarm_ros.interface import EFFORT, INTERFACES, POSITION, VELOCITY
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 TABLE = "driver"
-EFFORT = "effort"
-POSITION = "position"
-VELOCITY = "velocity"
-INTERFACES = (EFFORT, POSITION, VELOCITY)
-"""``[driver].interface`` values: what the driver takes (ros2_control's effort, position or velocity interface)."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +71,19 @@ KEYS: tuple[DriverKey, ...] = (
     DriverKey("servo_kp", "N*m/rad", True, "a servo's position gain (interface position)"),
     DriverKey("servo_kd", "N*m*s/rad", True, "a servo's damping on the joint's velocity (interface position)"),
     DriverKey("servo_kv", "N*m*s/rad", True, "a servo's velocity gain (interface velocity)"),
-    DriverKey("profile_velocity", "rad/s", True, "a position servo's goal moves at most this fast; default no limit"),
-    DriverKey("profile_acceleration", "rad/s^2", True, "and changes its speed at most this fast; default no limit"),
+    DriverKey(
+        "profile_velocity", "rad/s", True, "a position goal moves at most this fast, a velocity goal is at most this"
+    ),
+    DriverKey("profile_acceleration", "rad/s^2", True, "and either changes its speed at most this fast"),
 )
 KEY_NAMES = tuple(key.name for key in KEYS)
 _WHOLE_STEPS = 1e-9  # relative tolerance of a tick period that is a whole number of integration steps
 _SERVO_KEYS = ("servo_kp", "servo_kd", "servo_kv", "profile_velocity", "profile_acceleration")
+SERVO_KEYS_OF = {
+    POSITION: ("servo_kp", "servo_kd", "profile_velocity", "profile_acceleration"),
+    VELOCITY: ("servo_kv", "profile_velocity", "profile_acceleration"),
+}
+"""The servo keys each servo interface takes (the others are refused with it)."""
 
 
 def _zeros() -> NDArray[np.float64]:
@@ -163,6 +167,18 @@ class DriverSpec:
     def servo(self) -> bool:
         """Whether the driver is a servo (takes position or velocity goals)."""
         return self.interface != EFFORT
+
+    def servo_only(self) -> DriverSpec | None:
+        """Return the servo of this driver alone (its interface, gains and profile), or ``None`` for an effort driver.
+
+        The servo is the arm's, as its links' ``effort_limit`` is: the simulator plays it
+        with or without the rest of the driver (its ticks, delay, lag and noise).
+        """
+        if not self.servo:
+            return None
+        kept = {"interface", *SERVO_KEYS_OF[self.interface]}
+        values = {name: getattr(self, name) for name in kept}
+        return DriverSpec(self.num_joints, **values, given=frozenset(kept & self.given))
 
     def period(self, dt: float) -> float:
         """Return the seconds between two ticks: ``1 / rate``, or the integration step ``dt`` without a rate."""
@@ -311,7 +327,7 @@ def _spec(table: object, num_joints: int) -> DriverSpec:
 
 
 def _check_servo(values: dict[str, Any]) -> None:
-    """Refuse a servo's keys without its interface, and a servo without the gain its interface needs."""
+    """Refuse a servo's keys without its interface or of the other one, and a servo without the gain it needs."""
     interface = values.get("interface", EFFORT)
     servo_keys = [name for name in _SERVO_KEYS if name in values]
     if interface == EFFORT and servo_keys:
@@ -320,7 +336,35 @@ def _check_servo(values: dict[str, Any]) -> None:
             'set interface = "position" or "velocity", or remove it'
         )
         raise ValueError(msg)
+    other = [name for name in servo_keys if interface != EFFORT and name not in SERVO_KEYS_OF[interface]]
+    if other:
+        takes = ", ".join(SERVO_KEYS_OF[interface])
+        msg = f"[driver].{other[0]} is not a setting of a {interface} servo (it takes {takes}); remove it"
+        raise ValueError(msg)
     needed = {POSITION: "servo_kp", VELOCITY: "servo_kv"}.get(interface)
     if needed is not None and not np.all(values.get(needed, np.zeros(1)) > 0.0):
         msg = f'[driver] interface = "{interface}" needs {needed} above 0 on every joint (the servo\'s gain)'
         raise ValueError(msg)
+
+
+def check_servo_gain(interface: str, driver: DriverSpec | None) -> None:
+    """Check that the scenario's ``[driver]`` gives the gain a goal made through a servo's stiffness needs.
+
+    ``position_mode:=stiffness`` turns a torque into a ``position`` goal through ``servo_kp``,
+    into a ``velocity`` goal through ``servo_kv``.
+
+    Raises
+    ------
+    ValueError
+        In one sentence naming the key to add, when ``driver`` is not a servo of ``interface`` with its gain.
+    """
+    gain = "servo_kp" if interface == POSITION else "servo_kv"
+    if driver is not None and driver.interface == interface and gain in driver.given:
+        return
+    msg = (
+        f"position_mode:=stiffness turns the controller's torque into a {interface} goal through the servo's "
+        f"{gain}, but the scenario's [driver] gives none for a {interface} servo; add [driver] "
+        f'interface = "{interface}" and {gain} (per joint) to the scenario, or use position_mode:=reference '
+        "with a tracking controller"
+    )
+    raise ValueError(msg)

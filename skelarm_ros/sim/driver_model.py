@@ -12,11 +12,23 @@ arm by :class:`~skelarm_ros.sim.simulation.Simulation`:
 - **the command delay**: a command that arrives at step ``s`` acts from the first tick at or
   after ``s * dt + command_delay`` (:meth:`DriverModel.take`); until then the driver holds the
   command before it (zero before the first);
-- **the torque**: at each integration step the held command is the torque asked of the
-  motors (:meth:`DriverModel.demand`, the one place a servo's law would turn a goal into a
-  torque), which reaches the joints through a first-order lag of time constant ``torque_lag``
-  (solved exactly over each step, so a torque step reaches 63.2 % after ``torque_lag``) and
-  is saturated at the links' ``effort_limit`` (:meth:`DriverModel.torque`);
+- **the torque**: at each integration step the driver asks the motors for a torque
+  (:meth:`DriverModel.demand`, the one place a command becomes that torque): an effort
+  driver the held command; a servo (``interface`` ``position`` or ``velocity``) its law on
+  the held goal at the joint's state of that step (below). The torque reaches the joints
+  through a first-order lag of time constant ``torque_lag`` (solved exactly over each step,
+  so a torque step reaches 63.2 % after ``torque_lag``) and is saturated at the links'
+  ``effort_limit`` (:meth:`DriverModel.torque`);
+- **a servo**: a position servo gives ``servo_kp (g - q) - servo_kd dq``, a velocity servo
+  ``servo_kv (g - dq)``, where ``g`` is the goal as its profile lets it move: a position goal
+  at most ``profile_velocity`` fast and changing that speed at most ``profile_acceleration``
+  fast, braking in time to stop at the goal; a velocity goal at most ``profile_velocity``
+  and changing at most ``profile_acceleration`` fast (without them, the goal itself). The
+  profile starts at the joint's position, at rest, when the first goal acts. The law is
+  evaluated at every integration step (``dt``), so the servo's response does not depend on
+  the driver's rate or the controller's. Until a goal acts, and while commands lapse (the
+  simulator's watchdog), the servo gives no torque. The command delay holds the goal, the
+  lag acts on the servo's torque;
 - **what it publishes** at a tick (:meth:`DriverModel.observe`): the angles with Gaussian
   noise, quantised to whole encoder ticks; the velocities with noise; the effort, the torque
   applied over the step that ended at the tick, with noise and ``effort_bias`` (which shifts
@@ -24,6 +36,8 @@ arm by :class:`~skelarm_ros.sim.simulation.Simulation`:
 
 Without a ``[driver]`` table the driver adds nothing: every step is a tick and each command
 acts at once (the links' ``effort_limit`` still saturates the torque: the motors can give no more).
+The simulator plays a servo arm's servo (:meth:`~skelarm_ros.sim.driver.DriverSpec.servo_only`)
+with or without the rest of its driver.
 
 This module does not import rclpy.
 """
@@ -36,7 +50,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skelarm_ros.sim.driver import EFFORT, DriverSpec
+from skelarm_ros.interface import POSITION
+from skelarm_ros.sim.driver import DriverSpec
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -65,13 +80,15 @@ class DriverModel:
     steps_per_tick : int
         Integration steps from one tick to the next.
     command : NDArray[np.float64]
-        The command acting now (zero until the first acts).
+        The command acting now: a torque (N*m) or a servo's goal (rad, rad/s); zero until the first acts.
+    goal : NDArray[np.float64] | None
+        A servo's goal as its profile lets it move (rad or rad/s), ``None`` before the first acts
+        or for an effort driver.
 
     Raises
     ------
     ValueError
-        If the rate's period is not a whole number of steps, or the driver takes position or
-        velocity goals (only effort drivers are simulated).
+        If the rate's period is not a whole number of steps.
     """
 
     def __init__(
@@ -79,12 +96,7 @@ class DriverModel:
     ) -> None:
         """Check the spec against the step and set the driver at its start."""
         self.spec = spec if spec is not None else DriverSpec.ideal(num_joints)
-        if self.spec.interface != EFFORT:
-            msg = (
-                f'[driver].interface = "{self.spec.interface}": the simulator stands in for effort drivers only '
-                '(interface = "effort"); a servo\'s position or velocity goals are not simulated'
-            )
-            raise ValueError(msg)
+        self.interface = self.spec.interface
         self.num_joints = num_joints
         self.dt = dt
         self.steps_per_tick = self.spec.steps_per_tick(dt)
@@ -104,6 +116,7 @@ class DriverModel:
         self.alters_state = self._noisy or self._quantised or self._biased
         """Whether what it publishes differs from the arm's state (noise, encoder ticks, an effort bias)."""
         self._zero = np.zeros(num_joints)
+        self._profile = _Profile(self.spec, dt) if self.spec.servo else None
         self.reset()
 
     def reset(self) -> None:
@@ -113,6 +126,8 @@ class DriverModel:
         self._drawn = 0
         self._pending: deque[tuple[int, NDArray[np.float64]]] = deque()
         self.command = self._zero
+        self.goal: NDArray[np.float64] | None = None
+        self._acting = False  # a command has acted (a servo gives no torque before its first goal)
         self._torque = self._zero
 
     # -- ticks and commands ---------------------------------------------------------------------------
@@ -132,17 +147,37 @@ class DriverModel:
 
     # -- the torque -----------------------------------------------------------------------------------------
 
-    def demand(self, live: bool) -> NDArray[np.float64]:
-        """Return the torque the driver asks of the motors now: the held command (effort interface), or zero.
+    def demand(
+        self, live: bool, q: NDArray[np.float64] | None = None, dq: NDArray[np.float64] | None = None
+    ) -> NDArray[np.float64]:
+        """Return the torque the driver asks of the motors at this integration step.
 
-        Zero when not ``live`` (the simulator's watchdog).
-
-        The one place a servo's law (a position or velocity goal turned into a torque at the
-        joint's state) would take the command's place.
+        An effort driver: the held command. A servo: its law on the held goal at the joint's
+        angles ``q`` and velocities ``dq`` (see the module), the goal moved one step along its
+        profile. Zero when not ``live`` (the simulator's watchdog) and, for a servo, before its
+        first goal acts.
         """
-        return self.command if live else self._zero
+        profile = self._profile
+        if profile is None:
+            return self.command if live else self._zero
+        if not (live and self._acting):
+            return self._zero
+        assert q is not None and dq is not None  # a servo's law needs the joint's state
+        spec = self.spec
+        if self.goal is None:
+            self.goal = profile.start(q)
+        self.goal = profile.follow(self.command)
+        if self.interface == POSITION:
+            return spec.servo_kp * (self.goal - q) - spec.servo_kd * dq
+        return spec.servo_kv * (self.goal - dq)
 
-    def torque(self, step: int, live: bool = True) -> NDArray[np.float64]:
+    def torque(
+        self,
+        step: int,
+        live: bool = True,
+        q: NDArray[np.float64] | None = None,
+        dq: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.float64]:
         """Return the torque the joints get over the integration step from ``step``.
 
         The commands due by then are taken first (the newest acts); the demanded torque
@@ -154,11 +189,15 @@ class DriverModel:
             Integration steps made so far.
         live : bool, optional
             Whether commands still come (the simulator's watchdog); else zero is demanded.
+        q, dq : NDArray[np.float64] | None, optional
+            The joints' angles (rad) and velocities (rad/s) at the step's start: a servo's law
+            needs them.
         """
         pending = self._pending
         while pending and pending[0][0] <= step:
             self.command = pending.popleft()[1]
-        demand = self.demand(live)
+            self._acting = True
+        demand = self.demand(live, q, dq)
         torque = demand + (self._torque - demand) * self._decay if self._decay else demand
         self._torque = torque
         if self._limit is not None:
@@ -202,6 +241,8 @@ class DriverModel:
         spec, parts = self.spec, []
         period = self.steps_per_tick * self.dt
         parts.append(f"{1.0 / period:g} Hz ({self.steps_per_tick} step{'s' if self.steps_per_tick > 1 else ''} a tick)")
+        if self._profile is not None:
+            parts.append(self._profile.describe())
         if spec.command_delay:
             parts.append(f"commands act {spec.command_delay:g} s after they arrive, from the next tick")
         if spec.torque_lag:
@@ -211,3 +252,69 @@ class DriverModel:
         if self._limit is not None:
             parts.append(f"torque saturated at {self._limit.tolist()} N*m")
         return ", ".join(parts)
+
+
+class _Profile:
+    """A servo's goal as its profile lets it move, one integration step at a time (see the module).
+
+    Parameters
+    ----------
+    spec : DriverSpec
+        The servo (``interface`` ``position`` or ``velocity``, its profile limits).
+    dt : float
+        The integration step (s).
+    """
+
+    def __init__(self, spec: DriverSpec, dt: float) -> None:
+        """Take the servo's limits; the profile starts with the first goal."""
+        self.spec = spec
+        self.dt = dt
+        self.position = spec.interface == POSITION
+        self.speed = spec.profile_velocity
+        self.acceleration = spec.profile_acceleration
+        self.limited = bool(np.isfinite(self.speed).any() or np.isfinite(self.acceleration).any())
+        self._finite = np.isfinite(self.acceleration)
+        self._braking = np.where(self._finite, self.acceleration, 1.0)  # a finite stand-in where there is no limit
+        self._at: NDArray[np.float64] = np.zeros(spec.num_joints)  # the profiled goal
+        self._rate: NDArray[np.float64] = np.zeros(spec.num_joints)  # its rate of change (a position goal's speed)
+
+    def start(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Start the profile at the joints' angles ``q`` (a velocity goal at 0), at rest; return where it is."""
+        self._at = q.copy() if self.position else np.zeros_like(q)
+        self._rate = np.zeros_like(q)
+        return self._at
+
+    def follow(self, goal: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Move the profiled goal one step toward ``goal`` within the limits; return it."""
+        if not self.limited:
+            self._at = goal
+            return goal
+        dt, top, most = self.dt, self.speed, self.acceleration * self.dt
+        if self.position:
+            error = goal - self._at
+            distance = np.abs(error)
+            # As fast as allowed, slow enough to stop at the goal braking at the acceleration allowed step by step
+            # (from n * a * dt the steps cover a dt^2 n (n + 1) / 2), and not past it in one step.
+            per_step = self._braking * dt * dt
+            braking = np.where(
+                self._finite, self._braking * dt * (np.sqrt(0.25 + 2.0 * distance / per_step) - 0.5), np.inf
+            )
+            wanted = np.sign(error) * np.minimum(np.minimum(top, braking), distance / dt)
+            self._rate = self._rate + np.clip(wanted - self._rate, -most, most)
+            self._at = self._at + self._rate * dt
+            return self._at
+        wanted = np.clip(goal, -top, top)
+        self._at = self._at + np.clip(wanted - self._at, -most, most)
+        return self._at
+
+    def describe(self) -> str:
+        """Return one phrase on the servo, for the simulator's first log line."""
+        spec = self.spec
+        if self.position:
+            gains = f"servo_kp {spec.servo_kp.tolist()} N*m/rad, servo_kd {spec.servo_kd.tolist()} N*m*s/rad"
+            law = f"a position servo ({gains}"
+        else:
+            law = f"a velocity servo (servo_kv {spec.servo_kv.tolist()} N*m*s/rad"
+        if self.limited:
+            law += f", profile {self.speed.tolist()} rad/s, {self.acceleration.tolist()} rad/s^2"
+        return law + ")"

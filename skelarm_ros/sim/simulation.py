@@ -9,7 +9,9 @@ them: zero-order hold, ``effort_limits`` clamping, reset, counting rejected
 messages per kind, and stopping (without crashing) when the state becomes
 non-finite. With ``driver`` it plays the arm's driver the scenario's ``[driver]`` table
 describes (:class:`~skelarm_ros.sim.driver_model.DriverModel`: ticks, command delay, torque
-lag, noise); the links' ``effort_limit`` saturates the applied torque either way. When
+lag, noise); the links' ``effort_limit`` saturates the applied torque either way, and a
+servo arm's servo (``[driver].interface`` ``position`` or ``velocity``) turns its goals into
+torque either way: its commands are goals, not torques. When
 the run starts, waits, lapses and ends is
 :class:`skelarm_ros.sim.run.SimulatorRun`'s.
 :class:`LockstepPairing` pairs the command (and tip force) with the step they
@@ -27,6 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from skelarm_ros.interface import (
+    EFFORT,
+    POSITION,
+    VELOCITY,
     check_effort_limits,
     check_joint_names,
     check_non_negative,
@@ -64,13 +69,15 @@ class Simulation:
     dt : float, optional
         Integration step (seconds); 0 takes the scenario's.
     effort_limits : Sequence[float], optional
-        One positive limit per joint (N*m) that commands are clamped to; empty for none.
+        One positive limit per joint (N*m) that the torque asked of the motors is clamped to (an
+        effort command, a servo's torque); empty for none.
     wrench_tolerance : float, optional
         Largest out-of-plane wrench component accepted as zero.
     driver : bool, optional
         Play the arm's driver as the scenario's ``[driver]`` table describes it (none without
         the table): states at its ticks, commands acting after its delay, its torque lag and
-        noise. False: every step published exactly, each command applied at once.
+        noise. False: every step published exactly, each command applied at once (a servo
+        arm's servo still turning goals into torque).
 
     Attributes
     ----------
@@ -128,8 +135,11 @@ class Simulation:
         self.force = np.zeros(2)
         self.applied_force = self.force
         motors = arm.limits.effort if arm.limits is not None and arm.limits.has_effort else None
-        spec = arm.driver if driver else None
+        spec = arm.driver if driver or arm.driver is None else arm.driver.servo_only()
         self.driver = None if spec is None and motors is None else DriverModel(spec, num_joints, step, motors)
+        self.interface = EFFORT if self.driver is None else self.driver.interface
+        """What the commands are: ``effort`` (torques), ``position`` or ``velocity`` (a servo's goals)."""
+        self._what = "effort command" if self.interface == EFFORT else f"{self.interface} goal"
         self._published: tuple[list[float], list[float], list[float]] | None = None
         self._observe()
 
@@ -198,17 +208,30 @@ class Simulation:
         Rejected
             On a wrong count or a non-finite value; the rejection is counted.
         """
-        return self._checked(COMMAND, lambda: effort_array(values, self.num_joints, "effort command"))
+        return self._checked(COMMAND, lambda: effort_array(values, self.num_joints, self._what))
 
-    def command_from_joint_state(self, names: Sequence[str], efforts: Sequence[float]) -> NDArray[np.float64]:
-        """Check a ``joint_commands`` message's ``name`` and ``effort`` fields.
+    def command_from_joint_state(self, names: Sequence[str], values: Sequence[float]) -> NDArray[np.float64]:
+        """Check a ``joint_commands`` message's ``name`` and the values of the field of :attr:`interface`.
 
         Raises
         ------
         Rejected
             On unknown, repeated or missing joints, mismatched lengths or non-finite values.
         """
-        return self._checked(COMMAND, lambda: self._command_order.pick(names, efforts, "effort"))
+        return self._checked(COMMAND, lambda: self._command_order.pick(names, values, self.interface))
+
+    def command_from_fields(
+        self, names: Sequence[str], position: Sequence[float], velocity: Sequence[float], effort: Sequence[float]
+    ) -> NDArray[np.float64]:
+        """Check a ``joint_commands`` message: its ``name`` and the field of :attr:`interface` (docs/interfaces.md).
+
+        Raises
+        ------
+        Rejected
+            As :meth:`command_from_joint_state`.
+        """
+        field = {EFFORT: effort, POSITION: position, VELOCITY: velocity}[self.interface]
+        return self.command_from_joint_state(names, field)
 
     def wrench_force(self, frame_id: str, force: Sequence[float], torque: Sequence[float]) -> NDArray[np.float64]:
         """Check a ``tip_wrench`` message and return its planar force ``(fx, fy)``.
@@ -238,7 +261,7 @@ class Simulation:
         self._command = tau
         self._command_stamp = stamp_ns
         if self.driver is not None:
-            self.driver.take(self.clamp(tau), self.steps)
+            self.driver.take(self._taken(tau), self.steps)
 
     def hold_force(self, force: NDArray[np.float64]) -> None:
         """Hold a checked tip force until the next one replaces it."""
@@ -276,6 +299,10 @@ class Simulation:
             return tau
         return np.clip(tau, -self.effort_limits, self.effort_limits)
 
+    def _taken(self, command: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Return a command as the driver takes it: a torque clamped to ``effort_limits``, a servo's goal as it is."""
+        return self.clamp(command) if self.interface == EFFORT else command
+
     # -- stepping --------------------------------------------------------------------------------
 
     def advance(
@@ -286,8 +313,8 @@ class Simulation:
         Parameters
         ----------
         tau : NDArray[np.float64] | None, optional
-            The command answering the present state (lockstep; N*m, clamped here), arriving
-            now; ``None`` steps under the command held (realtime, :meth:`hold_command`).
+            The command answering the present state (lockstep; N*m, clamped here, or a servo's
+            goal), arriving now; ``None`` steps under the command held (realtime, :meth:`hold_command`).
         force : NDArray[np.float64] | None, optional
             Tip force ``(fx, fy)`` (N) over the steps; ``None`` takes the held force.
         live : bool, optional
@@ -325,10 +352,13 @@ class Simulation:
         if tau is None:
             self.held_command(live)  # counts whether the newest command answers the state before the tick
         else:
-            driver.take(self.clamp(tau), self.steps)
+            driver.take(self._taken(tau), self.steps)
         engine = self.engine
+        servo = self.interface != EFFORT
         while True:
-            applied = driver.torque(self.steps, live)
+            applied = driver.torque(self.steps, live, engine.q, engine.dq)
+            if servo:  # the servo's torque within effort_limits, as an effort command is clamped
+                applied = self.clamp(applied)
             engine.step(applied, force)
             self.effort = applied
             self.steps += 1

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from skelarm_ros.bags.bag_to_log.samples import Samples
     from skelarm_ros.bags.bag_to_log.topics import TopicPlan
 
-_RESERVED = ("time", "q", "dq", "tau", "ext_force", "measured_effort")
+GOAL_CHANNELS = {"position": "goal_position", "velocity": "goal_velocity"}
+"""The log channel of a servo's goals of each kind, beside the joint state channel they are in the unit of."""
+GOAL_UNITS_OF = {"goal_position": "q", "goal_velocity": "dq"}
+_RESERVED = ("time", "q", "dq", "tau", "ext_force", "measured_effort", *GOAL_CHANNELS.values())
 
 
 def resolve_times(stamps: NDArray[np.int64], logs: NDArray[np.int64], header: bool) -> tuple[NDArray[np.int64], int]:
@@ -134,9 +137,10 @@ class Aligned:
 def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
     """Hold every stream onto the joint states' times: the log's channels, masks and time axis.
 
-    ``tau`` is the commands held at each frame when commands were recorded (see
-    :meth:`_Timeline.stamped`), else the joint states' effort; ``ext_force`` is the
-    wrench held at each frame; each controller channel is held as the commands are.
+    ``tau`` is the commands held at each frame when effort commands were recorded (see
+    :meth:`_Timeline.stamped`), else the joint states' effort; a servo's goals are held as
+    commands are, into ``goal_position`` or ``goal_velocity``; ``ext_force`` is the wrench
+    held at each frame; each controller channel is held as the commands are.
 
     Parameters
     ----------
@@ -155,6 +159,9 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
         key: block[:, index * span : (index + 1) * span] for index, key in enumerate(("q", "dq", "tau"))
     }
     commands = collected.streams.get(plan.command_topic) if plan.command_topic else None
+    goals = None
+    if commands is not None and commands.kind in GOAL_CHANNELS:  # a servo's goals: tau stays the joint states' effort
+        goals, commands = commands, None
     measured = commands is not None and bool(np.isfinite(arrays["tau"]).any())
     if commands is not None:
         if measured:  # the joint states' own effort, kept beside the commands (identify compares the two)
@@ -172,6 +179,11 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
             "columns": collected.joints,
         }
     used: dict[str, str] = {}
+    if goals is not None:
+        name = GOAL_CHANNELS[goals.kind]
+        arrays[name] = timeline.stamped(goals)
+        label = f"the servo's {goals.kind} goal (commanded, from the frame on)"
+        channel_meta[name] = {"label": label, "columns": collected.joints}  # its unit is q's or dq's (stage 4)
     for channel, topic in plan.controller.items():
         if topic in collected.streams:
             name, arrays[name], channel_meta[name] = _controller_channel(channel, collected.streams[topic], timeline)
@@ -186,6 +198,8 @@ def align(collected: Collected, plan: TopicPlan, *, header: bool) -> Aligned:
     effort = _effort(plan, header, from_commands=commands is not None)
     if measured:
         effort["measured"] = {"channel": "measured_effort", "topic": plan.joint_topic, "timing": APPLIED_UNTIL_FRAME}
+    if goals is not None:
+        effort["goals"] = {"channel": GOAL_CHANNELS[goals.kind], "topic": goals.topic, "timing": APPLIED_FROM_FRAME}
     return Aligned(arrays, channel_meta, effort, used, masked, timeline.stamps, origin, timeline.fallbacks)
 
 

@@ -22,10 +22,14 @@ import numpy as np
 from skelarm_ros.bags.bag_to_log.samples import ConversionError, NameMap, Rows, Samples, Stream
 from skelarm_ros.bags.cdr import JointStateLayout
 from skelarm_ros.interface import (
+    ARRAY_COMMAND_TOPICS,
+    EFFORT,
     FLOAT_ARRAY_TYPE,
     JOINT_STATE_TYPE,
     NANOSECONDS,
     POINT_TYPE,
+    POSITION,
+    VELOCITY,
     WRENCH_TYPE,
     default_joint_names,
     stamp_to_nanoseconds,
@@ -42,6 +46,19 @@ if TYPE_CHECKING:
 
 PROGRESS_MIN_MESSAGES = 5000
 EARLY_COMMANDS = 1000  # commands logged before the first state that are kept for it (the newest)
+COMMAND_FIELDS = (EFFORT, POSITION, VELOCITY)
+"""The fields a JointState command may carry, in the order one is chosen: the first its messages carry."""
+
+
+def command_kind(topic: str, message: Any) -> str:
+    """Return what a command topic's message carries: ``effort``, or a servo's ``position`` or ``velocity`` goals.
+
+    A ``Float64MultiArray`` by its topic (``<kind>_controller/commands``, effort for any other); a
+    JointState by the first of :data:`COMMAND_FIELDS` it carries (empty when it carries none).
+    """
+    if not hasattr(message, "name"):
+        return next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)
+    return next((kind for kind in COMMAND_FIELDS if len(getattr(message, kind))), "")
 
 
 @dataclass
@@ -94,10 +111,13 @@ class Collected:
 class _Collector:
     """The pass's state: the joint states' rows, the other topics' streams, and the commands that came early."""
 
-    def __init__(self, bag: Bag, plan: TopicPlan, joints: Sequence[str] | None) -> None:
+    def __init__(
+        self, bag: Bag, plan: TopicPlan, joints: Sequence[str] | None, command_joints: Sequence[str] = ()
+    ) -> None:
         self.bag = bag
         self.plan = plan
         self.joints = joints
+        self.command_joints = list(command_joints)
         self.capacity = bag.topics[plan.joint_topic].count
         self.statemap: NameMap | None = None
         self.state = Rows(0)  # replaced at the first state: q, dq, tau side by side, one row per message
@@ -187,19 +207,47 @@ class _Collector:
             row[1] = message.point.y
         elif msgtype == FLOAT_ARRAY_TYPE:
             floats = message.data
-            row[: min(len(floats), len(row))] = floats[: len(row)]
-            stream.carried += len(floats) > 0
+            if len(floats):
+                self._array_names(stream, len(floats)).fill(row, [], floats)
+                stream.carried += 1
+            stream.kind = stream.kind or command_kind(topic, message)
         elif topic == self.plan.command_topic:
             if stream.namemap is None and self.statemap is not None:
                 stream.namemap = NameMap(self.statemap.joints, self.statemap.unnamed_as)
-            if stream.namemap is not None:
-                stream.namemap.fill(row, message.name, message.effort)
-                stream.carried += len(message.effort) > 0
+            stream.kind = stream.kind or command_kind(topic, message)
+            if stream.namemap is not None and stream.kind:
+                values = getattr(message, stream.kind)
+                stream.namemap.fill(row, message.name, values)
+                stream.carried += len(values) > 0
         else:
             row[: min(len(message.position), len(row))] = message.position[: len(row)]
         if msgtype != FLOAT_ARRAY_TYPE:
             stream.stamps.put(stamp_to_nanoseconds(message.header.stamp.sec, message.header.stamp.nanosec))
         stream.logs.put(log_time)
+
+    def _array_names(self, stream: Stream, count: int) -> NameMap:
+        """Return how an array's values (no names) go into the joints' columns: ``command_joints``, or joint order.
+
+        Raises
+        ------
+        ConversionError
+            If the array has another count of values than the names given (or, without them, the joints).
+        """
+        if stream.namemap is not None and len(stream.namemap.unnamed_as) == count:
+            return stream.namemap
+        assert self.statemap is not None  # a command waits for the first state (other)
+        joints = self.statemap.joints
+        names = self.command_joints or joints
+        if len(names) != count:
+            given = "--command-joints names" if self.command_joints else "the joint states have"
+            msg = (
+                f"'{stream.topic}' carries {count} values per message (a Float64MultiArray, no names) but {given} "
+                f"{len(names)} joints {names}; pass --command-joints with the names of its values in their order (the "
+                "controller's command_joints)"
+            )
+            raise ConversionError(msg)
+        stream.namemap = NameMap(joints, unnamed_as=names)
+        return stream.namemap
 
     def _new_stream(self, topic: str, msgtype: str, message: Any) -> Stream:
         """Make a topic's stream, its width from the type (a point, the joints, or the first message's values)."""
@@ -268,31 +316,40 @@ class _Collector:
         raise ConversionError(msg)
 
     def _check_commands(self, statemap: NameMap) -> None:
-        """Refuse a given command topic without effort for the log's joints; leave a found one out with a note."""
+        """Refuse a given command topic without commands for the log's joints; leave a found one out with a note.
+
+        A JointState command carries effort, or a servo's position or velocity goals (the first
+        of those fields its messages carry).
+        """
         topic = self.plan.command_topic
         stream = self.streams.get(topic) if topic else None
         if topic is None or stream is None:
             return
         if stream.carried == 0:
-            what = "empty data" if stream.msgtype == FLOAT_ARRAY_TYPE else "no effort (positions or velocities only)"
+            what = "empty data" if stream.msgtype == FLOAT_ARRAY_TYPE else "no effort, position or velocity"
         elif stream.namemap is not None and len(stream.namemap.never_carried) == len(statemap.joints):
-            what = f"effort for other joints only ({', '.join(stream.namemap.carried)})"
+            what = f"{stream.kind} for other joints only ({', '.join(stream.namemap.carried)})"
         else:
             return
-        problem = f"'{topic}' carries no effort for the joints {statemap.joints}: its messages have {what}"
+        problem = f"'{topic}' carries no commands for the joints {statemap.joints}: its messages have {what}"
         if self.plan.command_auto:
             del self.streams[topic]
             self.bag.notes.append(f"{problem}; tau is the joint states' effort")
             return
         msg = (
-            f"--command-topic {problem}; choose a topic of effort commands, "
+            f"--command-topic {problem}; choose a topic of effort commands or a servo's goals, "
             "or drop --command-topic to take tau from the joint states' effort"
         )
         raise ConversionError(msg)
 
 
 def collect(
-    bag: Bag, plan: TopicPlan, *, joints: Sequence[str] | None = None, progress: IO[str] | None = None
+    bag: Bag,
+    plan: TopicPlan,
+    *,
+    joints: Sequence[str] | None = None,
+    command_joints: Sequence[str] = (),
+    progress: IO[str] | None = None,
 ) -> Collected:
     """Read the planned topics in one pass, in log-time order.
 
@@ -304,17 +361,20 @@ def collect(
         What to read.
     joints : Sequence[str] | None, optional
         Joint names and their column order; by default as in the first joint state.
+    command_joints : Sequence[str], optional
+        The joints of a Float64MultiArray command's values, in their order; by default the joints'.
     progress : IO[str] | None, optional
         Where to draw a progress bar (for more than :data:`PROGRESS_MIN_MESSAGES` messages).
 
     Raises
     ------
     ConversionError
-        If the first joint state has no joints, or none could be decoded.
+        If the first joint state has no joints, or none could be decoded, or an array command's count
+        is not that of ``command_joints`` (by default the joints).
     BagError
         If the bag turns out to be damaged while reading.
     """
-    collector = _Collector(bag, plan, joints)
+    collector = _Collector(bag, plan, joints, command_joints)
     total = sum(bag.topics[topic].count for topic in plan.wanted)
     bar = _Progress(total, progress if total > PROGRESS_MIN_MESSAGES else None)
     showing = bar.stream is not None

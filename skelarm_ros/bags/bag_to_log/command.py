@@ -38,8 +38,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--joint-topic", help="sensor_msgs/JointState topic (default: the only one)")
     parser.add_argument(
         "--command-topic",
-        help="effort commands for tau (JointState effort or Float64MultiArray; "
-        "default: joint_commands or effort_controller/commands next to the joint topic)",
+        help="effort commands for tau, or a servo's goals (JointState or Float64MultiArray; "
+        "default: joint_commands or <kind>_controller/commands next to the joint topic)",
+    )
+    parser.add_argument(
+        "--command-joints",
+        type=_joint_names,
+        default=[],
+        help="the joints of a Float64MultiArray command's values, in their order, comma separated (the "
+        "controller's command_joints; default: the joints' column order)",
     )
     parser.add_argument("--wrench-topic", help="WrenchStamped tip force (default: tip_wrench next to the joint topic)")
     parser.add_argument(
@@ -62,6 +69,7 @@ def _convert(args: argparse.Namespace) -> tool.Done:
         command_topic=args.command_topic,
         wrench_topic=args.wrench_topic,
         joints=args.joints,
+        command_joints=args.command_joints,
         clock=args.clock,
         scenario=args.scenario,
         recover=args.recover,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypedDict, Unpack
 
-from skelarm_ros.bags.bag_to_log.alignment import align
+from skelarm_ros.bags.bag_to_log.alignment import GOAL_UNITS_OF, align
 from skelarm_ros.bags.bag_to_log.collection import collect
 from skelarm_ros.bags.bag_to_log.extra import TOOL, log_extra
 from skelarm_ros.bags.bag_to_log.samples import ConversionError
@@ -155,6 +155,7 @@ def convert(
     command_topic: str | None = None,
     wrench_topic: str | None = None,
     joints: Sequence[str] | None = None,
+    command_joints: Sequence[str] = (),
     clock: str = "header",
     scenario: str | Path | None = None,
     recover: bool = False,
@@ -169,14 +170,17 @@ def convert(
     joint_topic : str | None, optional
         The JointState topic; by default the only one (see :func:`choose_joint_topic`).
     command_topic : str | None, optional
-        Effort commands (JointState ``effort`` or Float64MultiArray in joint order) for
-        ``tau``; by default ``joint_commands`` or ``effort_controller/commands`` next to
-        the joint topic when present, else ``tau`` is the joint states' effort.
+        Effort commands (JointState ``effort`` or Float64MultiArray) for ``tau``, or a servo's
+        goals; by default ``joint_commands`` or ``<kind>_controller/commands`` next to the
+        joint topic when present, else ``tau`` is the joint states' effort.
     wrench_topic : str | None, optional
         WrenchStamped tip force for ``ext_force``; by default ``tip_wrench`` next to the
         joint topic when present.
     joints : Sequence[str] | None, optional
         Joint names and their column order; by default as in the first message.
+    command_joints : Sequence[str], optional
+        The joints of a Float64MultiArray command's values, in their order (the controller's
+        ``command_joints``); by default the joints, in column order.
     clock : str, optional
         ``header`` (stamps, a zero stamp falls back to log time) or ``log``.
     scenario : str | Path | None, optional
@@ -209,7 +213,7 @@ def convert(
             wrench_topic=wrench_topic,
             read_description=arm is None,
         )
-        collected = collect(bag, plan, joints=joints, progress=progress)
+        collected = collect(bag, plan, joints=joints, command_joints=command_joints, progress=progress)
     aligned = align(collected, plan, header=clock == "header")
     skeleton, skeleton_source, notes = resolve_skeleton(
         collected.joints, arm=arm, urdf=collected.urdf, description=plan.description
@@ -218,6 +222,9 @@ def convert(
     aligned.channel_meta.update(joint_units(collected.joints, kinds))
     if "measured_effort" in aligned.channel_meta:  # in the unit of the joints' efforts, as tau is
         aligned.channel_meta["measured_effort"]["unit"] = aligned.channel_meta["tau"]["unit"]
+    for goal, state in GOAL_UNITS_OF.items():  # a servo's goals in the unit of the angles or velocities they are
+        if goal in aligned.channel_meta:
+            aligned.channel_meta[goal]["unit"] = aligned.channel_meta[state]["unit"]
     extra = log_extra(
         plan, collected, aligned, clock=clock, skeleton_source=skeleton_source, notes=[*collected.notes, *notes]
     )

@@ -45,7 +45,7 @@ def log_extra(
     """
     order = np.diff(aligned.stamps)
     topics: dict[str, Any] = {"joint_states": {"name": plan.joint_topic, "type": plan.joint_type}}
-    if plan.command_topic and aligned.effort["source"] == "commands":
+    if plan.command_topic and (aligned.effort["source"] == "commands" or "goals" in aligned.effort):
         topics["commands"] = {"name": plan.command_topic, "type": str(plan.command_type)}
     if plan.wrench_topic:
         topics["wrench"] = {"name": plan.wrench_topic, "type": WRENCH_TYPE, "auto_detected": plan.wrench_auto}

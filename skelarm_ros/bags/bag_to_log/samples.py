@@ -150,12 +150,20 @@ class Stream:
     names: list[str] = field(default_factory=list)
     namemap: NameMap | None = None
     carried: int = 0
-    """Messages that carried values (a command's effort, an array's data)."""
+    """Messages that carried values (a command's effort or goal, an array's data)."""
+    kind: str = ""
+    """A command topic's kind: ``effort``, or a servo's ``position`` or ``velocity`` goals (empty until known)."""
 
     def samples(self) -> Samples:
         """Return what was read, as arrays."""
         return Samples(
-            self.topic, self.msgtype, self.values.array(), self.stamps.array(), self.logs.array(), self.names
+            self.topic,
+            self.msgtype,
+            self.values.array(),
+            self.stamps.array(),
+            self.logs.array(),
+            self.names,
+            self.kind,
         )
 
 
@@ -169,7 +177,7 @@ class Samples:
         The topic and its type.
     values : NDArray[np.float64]
         One row per message, shape ``(N, width)``: a wrench's or point's ``(x, y)``, a
-        command's effort in joint order, a Float64MultiArray's data, or a JointState
+        command's effort (or goal) in joint order, a Float64MultiArray's data, or a JointState
         channel's positions; what a message lacks is NaN.
     stamps : NDArray[np.int64]
         Header stamps (ns), shape ``(N,)``; empty for a type without a header (Float64MultiArray).
@@ -177,6 +185,8 @@ class Samples:
         Log times (ns), shape ``(N,)``.
     names : list[str]
         A JointState channel's names (its columns), from its first message.
+    kind : str
+        A command topic's kind: ``effort``, ``position`` or ``velocity`` (empty for another topic).
     """
 
     topic: str
@@ -185,3 +195,4 @@ class Samples:
     stamps: NDArray[np.int64]
     logs: NDArray[np.int64]
     names: list[str] = field(default_factory=list)
+    kind: str = ""

@@ -21,9 +21,11 @@ from skelarm_ros.interface import (
     JOINT_STATE_TYPE,
     JOINT_STATES,
     POINT_TYPE,
+    POSITION_COMMANDS,
     ROBOT_DESCRIPTION,
     STRING_TYPE,
     TIP_WRENCH,
+    VELOCITY_COMMANDS,
     WRENCH_TYPE,
     channel_of,
     channel_topic,
@@ -35,8 +37,8 @@ if TYPE_CHECKING:
 
     from skelarm_ros.bags.reader import Bag
 
-AUTO_COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS)
-"""Command topics looked for next to the joint states, in this order."""
+AUTO_COMMAND_TOPICS = (JOINT_COMMANDS, EFFORT_COMMANDS, POSITION_COMMANDS, VELOCITY_COMMANDS)
+"""Command topics looked for next to the joint states, in this order (a servo arm's goals are commands too)."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class TopicPlan:
     joint_topic, joint_type : str
         The joint states and their type.
     command_topic, command_type : str | None
-        The effort commands for ``tau`` and their type; ``None`` when ``tau`` is the joint states' effort.
+        The commands and their type: effort commands for ``tau``, or a servo's goals for ``goal_position`` or
+        ``goal_velocity`` (``tau`` then the joint states' effort); ``None`` when there are none.
     command_auto : bool
         Whether the command topic was found next to the joint topic (not given).
     wrench_topic : str | None
@@ -177,7 +180,7 @@ def _listing(bag: Bag, topics: Sequence[str]) -> str:
 
 
 OPTIONAL_TOPICS = {
-    "--command-topic": "the commands are optional: drop --command-topic and tau comes from the commands "
+    "--command-topic": "the commands are optional: drop --command-topic and tau comes from the effort commands "
     "found beside the joint states, or else from their effort",
     "--wrench-topic": "the tip force is optional: drop --wrench-topic to convert without it "
     "(the log then has no ext_force)",

@@ -13,9 +13,13 @@ from skelarm_ros.interface import (
     COMMAND_INTERFACES,
     COMMANDS,
     CONTROLLER_MODELS,
+    EFFORT,
+    INTERFACES,
     MODEL_ARM,
     PLAN_FROM,
     PLAN_FROM_STATE,
+    POSITION_MODES,
+    REFERENCE,
     SLICE_RANGE,
     STATE_STAMPS,
     TIME_REVERSAL_MODES,
@@ -48,7 +52,7 @@ class ControllerParams:
     command_joints: Annotated[
         tuple[str, ...],
         param(
-            "joint_names in the order effort_controller/commands carries them (the driver's); empty: joint_names order",
+            "joint_names in the order the commands carry them (the driver's); empty: joint_names order",
             details="A driver's effort controller lists them in its `joints` parameter: the same names as "
             "`joint_names`, reordered.",
         ),
@@ -57,10 +61,31 @@ class ControllerParams:
         str,
         choice(
             COMMAND_INTERFACES,
-            "commands: Float64MultiArray on effort_controller/commands; joint_commands: JointState on joint_commands",
-            details="The same name and values as the simulator's.",
+            "commands: Float64MultiArray on effort_controller/commands (position_controller/commands, "
+            "velocity_controller/commands); joint_commands: JointState on joint_commands",
+            details="The same name and values as the simulator's. A `joint_commands` message carries the command in "
+            "the field of `interface`.",
         ),
     ] = COMMANDS
+    interface: Annotated[
+        str,
+        choice(
+            INTERFACES,
+            "what the driver takes: effort (torques), position or velocity (a servo's goals)",
+            details="See [Servo arms](servo.md). The simulator's servo is the scenario's `[driver]`; the launch "
+            "refuses an `interface` that is not it.",
+        ),
+    ] = EFFORT
+    position_mode: Annotated[
+        str,
+        choice(
+            POSITION_MODES,
+            "how a servo's goal is made: a tracking controller's reference (reference), or any controller's torque "
+            "through the servo's stiffness, goal = q + (tau + servo_kd dq) / servo_kp (stiffness)",
+            details="With `interface` position or velocity; `stiffness` takes the servo's gains from the scenario's "
+            "`[driver]`. See [Servo arms](servo.md).",
+        ),
+    ] = REFERENCE
     dt: Annotated[
         float,
         number(
@@ -137,7 +162,7 @@ class ControllerParams:
     qos_depth: Annotated[
         int,
         count(
-            "history depth of joint_states and effort_controller/commands",
+            "history depth of joint_states and the command topic",
             low=1,
             details="With `live_arm` joint_states keeps only the newest state (see "
             "[Driving a real arm](#driving-a-real-arm)).",

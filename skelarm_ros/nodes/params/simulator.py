@@ -80,7 +80,9 @@ class SimulatorParams:
             COMMAND_INTERFACES,
             "commands (Float64MultiArray on effort_controller/commands) or joint_commands (JointState by name, effort)",
             details="`commands` carries one value per joint in `joint_names` order; `joint_commands` is matched by "
-            "name. Lockstep needs `joint_commands`.",
+            "name. Lockstep needs `joint_commands`. A servo arm's (the scenario's `[driver]` `interface` position or "
+            "velocity, [servo.md](servo.md)) are its goals: on `position_controller/commands` or "
+            "`velocity_controller/commands`, or in the `position` or `velocity` field of `joint_commands`.",
         ),
     ] = COMMANDS
     driver: Annotated[
@@ -90,7 +92,8 @@ class SimulatorParams:
             "after its delay, its torque lag and noise; false: every step published exactly, each command at once",
             details="The launch sets it with `hardware:=twin` ([predict.md](predict.md)); without a `[driver]` "
             "table it changes nothing. The links' `effort_limit` saturates the applied torque either way "
-            "([scenarios.md](scenarios.md#driver)).",
+            "([scenarios.md](scenarios.md#driver)), and a servo arm's servo turns its goals into torque either way "
+            "([servo.md](servo.md)).",
         ),
     ] = False
     command_timeout: Annotated[
@@ -107,7 +110,8 @@ class SimulatorParams:
         param(
             "per-joint torque limits (N*m) commands are clamped to; empty for none",
             live=True,
-            details="One per joint, each > 0; `.inf` for a joint without a limit.",
+            details="One per joint, each > 0; `.inf` for a joint without a limit. A servo arm's servo torque is "
+            "clamped to them.",
         ),
     ] = ()
     wrench_tolerance: Annotated[
