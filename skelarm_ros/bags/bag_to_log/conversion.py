@@ -42,6 +42,7 @@ class Options(TypedDict, total=False):
     command_topic: str | None
     wrench_topic: str | None
     joints: Sequence[str] | None
+    command_joints: Sequence[str]
     clock: str
     scenario: str | Path | None
     recover: bool
