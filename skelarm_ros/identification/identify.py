@@ -490,10 +490,7 @@ def identify(
 
     arm = rebuild(None)
     check_count(arm, samples)
-    assessment = checks.assess(recordings, samples.step)
-    checks.check_motion(assessment)
-    checks.check_rate(assessment)
-    checks.check_saturation(recordings)
+    assessment = _assessed(recordings, samples)
     notes += checks.irregular(recordings, samples)
     chosen, why = _filter(cutoff, assessment)
     driver = estimate_driver(recordings, assessment, prior, arm, cutoff=chosen)
@@ -558,6 +555,15 @@ def identify(
         raise NotBetterError(refusal, result)
     _write(result, cutoff=chosen)
     return result
+
+
+def _assessed(recordings: Sequence[Recording], samples: Samples) -> checks.Assessment:
+    """Return what the runs tell of their motion and rate, refusing runs that cannot identify the arm."""
+    assessment = checks.assess(recordings, samples.step)
+    checks.check_motion(assessment)
+    checks.check_rate(assessment)
+    checks.check_saturation(recordings)
+    return assessment
 
 
 def _check_arguments(inputs: Sequence[str | Path], com_margin: float, effort: str) -> None:
