@@ -176,7 +176,7 @@ def test_the_first_command_holds_a_vertical_arm_for_every_controller_type(tmp_pa
     arm = load_arm(path)
     loop, _ = build_control_loop(path, soft_start=0.5)
     bare, _ = build_control_loop(path)
-    hold = HoldingTorque(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, drive=arm.drive)
+    hold = HoldingTorque(arm.skeleton, arm.dt, grav_vec=arm.grav_vec)
     q, rng = arm.skeleton.q + np.radians([5.0, -10.0, 20.0, 0.0]), np.random.default_rng(1)
     for k, stamp in enumerate(range(0, 400_000_000, 4_000_000)):
         dq = 0.1 * rng.standard_normal(4)

@@ -269,7 +269,7 @@ class ControlLoop:
         self.set_effort_limits(settings.effort_limits)
         self.live_arm = settings.live_arm
         self._divergence = DivergenceGuard(self.velocity_limits, self.joint_names) if self.live_arm else None
-        self._holding = HoldingTorque(self.skeleton, self.dt, **self._model_terms)
+        self._holding = HoldingTorque(self.skeleton, self.dt, grav_vec=self._model_terms.get("grav_vec"))
         self.rejected = 0
         self.restarts = 0
         # The time line: the restarts due at the next state (RESTARTS), and once started, where it started.

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skelarm_ros.control.twins import friction_torque
 from skelarm_ros.interface import ERROR, INFO, NANOSECONDS, PLAN_FROM_STATE, WARNING, Say, check_non_negative
 from skelarm_ros.sim.engine import ArmEngine
 
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     import skelarm
     from numpy.typing import ArrayLike, NDArray
 
-    from skelarm_ros.sim.scenario import JointDrive
 
 FAR_START = 0.1
 """A first state farther than this (rad, on any joint) from the scenario's initial pose is said."""
@@ -194,14 +192,16 @@ class JointLimitGuard:
 
 
 class HoldingTorque:
-    """The torque that holds the arm at a state: the model's torque for zero acceleration there.
+    """The torque that holds the arm at a state: the rigid arm's torque for zero acceleration there.
 
-    ``h(q, dq) + viscous*dq + coulomb*sign(dq)`` of the Pinocchio model with the
-    controller model's gravity and the twin's armature and friction (none of them with
+    ``h(q, dq)`` of the Pinocchio model with the controller model's gravity (none with
     ``controller_model:=skelarm``): gravity at the arm's pose, and at a moving state the
-    Coriolis and friction terms too (the armature needs no torque at zero acceleration).
-    It does not depend on the controller, so every controller type starts from it
-    (:func:`soft_start`).
+    Coriolis terms. The drive's friction is left out: ``viscous*dq + coulomb*sign(dq)`` of
+    the measured velocities pushes a joint the way it moves, so the model's error that
+    starts one creeping (a wrist a little lighter than its model) is pushed on, and at rest
+    the noise of the velocities flips it; the joint's own static friction holds what the
+    model misses. It does not depend on the controller, so every controller type starts
+    from it (:func:`soft_start`).
 
     Parameters
     ----------
@@ -211,24 +211,15 @@ class HoldingTorque:
         The control step (s).
     grav_vec : ArrayLike | None, optional
         The model's planar gravity ``(gx, gy)`` (m/s^2); ``None`` for zero.
-    drive : JointDrive | None, optional
-        The model's armature and friction; ``None`` for none.
     """
 
-    def __init__(
-        self,
-        skeleton: skelarm.Skeleton,
-        dt: float,
-        *,
-        grav_vec: ArrayLike | None = None,
-        drive: JointDrive | None = None,
-    ) -> None:
+    def __init__(self, skeleton: skelarm.Skeleton, dt: float, *, grav_vec: ArrayLike | None = None) -> None:
         """Build the model."""
-        self.engine = ArmEngine(skeleton, dt, grav_vec=grav_vec, drive=drive)
+        self.engine = ArmEngine(skeleton, dt, grav_vec=grav_vec)
 
     def at(self, q: NDArray[np.float64], dq: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return the holding torque (N*m) at joint angles ``q`` (rad) and velocities ``dq`` (rad/s)."""
-        return self.engine.bias(q, dq) + friction_torque(self.engine, dq)
+        return self.engine.bias(q, dq)
 
 
 SATURATION_TIME = 0.5
