@@ -12,12 +12,15 @@ limit, as a servo's firmware runs it); :class:`MujocoArm` steps it with RK4 at
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
-import skelarm
 
 from skelarm_ros.sim.scenario import JointDrive
+
+if TYPE_CHECKING:  # skelarm itself is imported through the package, without its Qt (a robot has no GUI)
+    import skelarm
 
 SIM_STEP = 0.0005  # s: MuJoCo's step
 
