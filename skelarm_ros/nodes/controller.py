@@ -281,7 +281,7 @@ class ControllerNode(KitNode):
                 f"({self.loop.restarts} restarts so far)"
             )
         out = self.out
-        out.publish(self.command_pub, self._command(output, sec, nanosec))
+        out.publish(self.command_pub, self._message(output.command, sec, nanosec))
         self._sent = time.monotonic()
         if self.loop.stopped is not None:
             self.finish(1)
@@ -374,9 +374,6 @@ class ControllerNode(KitNode):
             self.get_logger().info(
                 f"waiting for a publisher on {subscription.topic_name} (the simulator, or a driver's joint states)"
             )
-
-    def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
-        return self._message(output.command, sec, nanosec)
 
     def _message(self, command: np.ndarray, sec: int, nanosec: int) -> bytes | Float64MultiArray:
         """Return a command (``joint_names`` order) as sent: in command order; stamped, in its interface's field."""
