@@ -250,10 +250,11 @@ class ControllerNode(KitNode):
         ``arrived`` (ns of the node's clock) times the state instead of its stamp
         (``state_stamps:=arrival``); its command still carries the stamp.
 
-        ``None`` when the state was rejected or the controller failed (both logged), or when a
-        live arm's time line was only prepared on it (nothing is sent). The composed graph's
-        simulator calls it with each state it publishes (its states are never stale and its
-        commands have their reader in the process: neither is watched).
+        ``None`` when the state was rejected or the controller failed (both logged). A live
+        arm's state that a time line was only prepared on is answered too, with the torque
+        that holds the arm (:meth:`~skelarm_ros.control.loop.ControlLoop.control`). The
+        composed graph's simulator calls it with each state it publishes (its states are never
+        stale and its commands have their reader in the process: neither is watched).
         """
         try:
             stamp_ns = stamp_to_nanoseconds(sec, nanosec) if arrived is None else arrived
