@@ -64,9 +64,7 @@ from skelarm_ros.interface import (
     NANOSECONDS,
     PLAN_FROM_STATE,
     POINT_CHANNELS,
-    TIME_REVERSAL_MODES,
     Say,
-    check_choice,
     check_effort_limits,
     check_joint_names,
     check_positive,
@@ -226,8 +224,6 @@ class ControlLoop:
         The per-joint torque bounds in use (N*m, ``inf`` for none), ``None`` for none at all.
     velocity_limits : NDArray[np.float64]
         The arm's per-joint speed limits (rad/s, ``inf`` for none).
-    live_arm : bool
-        Whether the arm is a live one (:attr:`~skelarm_ros.control.settings.ControlSettings.live_arm`).
     """
 
     def __init__(
@@ -251,10 +247,6 @@ class ControlLoop:
         self.command_joints = [self.joint_names[index] for index in self._command_order]
         self.dt = check_positive("dt", settings.dt or scenario.simulator.dt)
         self.task = scenario.task
-        self.fast_model = settings.fast_model
-        self.plan_from = settings.plan_from
-        self.soft_start = settings.soft_start
-        self.controller_model = settings.controller_model
         self._model_terms = self._arm_model(grav_vec, drive, has_fast_model(scenario.controller))
         self._guard = (
             JointLimitGuard(*self._joint_limits(), self.joint_names) if scenario.simulator.enforce_limits else None
@@ -262,13 +254,11 @@ class ControlLoop:
         source = scenario.source_config or {}
         self._controller_config: Mapping[str, Any] | None = source.get("controller")
         self.controller = self._fast(scenario.controller)
-        self.time_reversal = settings.time_reversal
         self._described_efforts = None if limits is None or not limits.has_effort else limits.effort.copy()
         self.velocity_limits = np.full(self.num_joints, np.inf) if limits is None else limits.velocity.copy()
         self.effort_limits: NDArray[np.float64] | None = None
         self.set_effort_limits(settings.effort_limits)
-        self.live_arm = settings.live_arm
-        self._divergence = DivergenceGuard(self.velocity_limits, self.joint_names) if self.live_arm else None
+        self._divergence = DivergenceGuard(self.velocity_limits, self.joint_names) if settings.live_arm else None
         self._holding = HoldingTorque(self.skeleton, self.dt, grav_vec=self._model_terms.get("grav_vec"))
         self.rejected = 0
         self.restarts = 0
@@ -287,9 +277,9 @@ class ControlLoop:
         """Return the twin's model terms (``grav_vec``, ``drive``) for ``controller_model`` ``arm``, checked."""
         gravity = np.zeros(2) if grav_vec is None else np.asarray(grav_vec, dtype=np.float64).reshape(2)
         ideal = drive is None or drive.is_ideal
-        if self.controller_model != MODEL_ARM or (not gravity.any() and ideal):
+        if self.settings.controller_model != MODEL_ARM or (not gravity.any() and ideal):
             return {}
-        if modelled and not self.fast_model:
+        if modelled and not self.settings.fast_model:
             msg = (
                 "fast_model:=false runs skelarm's own model, which has no gravity, armature or friction, but the "
                 "scenario has them; set fast_model:=true for a model with them, or controller_model:=skelarm "
@@ -332,7 +322,7 @@ class ControlLoop:
         return {name: np.asarray(value, dtype=np.float64) for name, value in channels.items()}
 
     def _fast(self, controller: skelarm.Controller) -> skelarm.Controller:
-        if not self.fast_model:
+        if not self.settings.fast_model:
             return controller
         return with_fast_model(controller, self.skeleton, self.dt, **self._model_terms)
 
@@ -391,8 +381,6 @@ class ControlLoop:
             msg = f"{changed[0]} cannot change on a running control loop; only {', '.join(LIVE_SETTINGS)} can"
             raise ValueError(msg)
         self.set_effort_limits(settings.effort_limits)
-        self.set_time_reversal(settings.time_reversal)
-        self.soft_start = settings.soft_start
         self.settings = settings
 
     def set_time_reversal(self, mode: str) -> None:
@@ -403,7 +391,17 @@ class ControlLoop:
         ValueError
             For any other value.
         """
-        self.time_reversal = check_choice("time_reversal", mode, TIME_REVERSAL_MODES)
+        self.settings = dataclasses.replace(self.settings, time_reversal=mode)  # checked as every setting is
+
+    @property
+    def soft_start(self) -> float:
+        """Seconds over which the controller's torque ramps in (the setting ``soft_start``)."""
+        return self.settings.soft_start
+
+    @property
+    def live_arm(self) -> bool:
+        """Whether the arm is a live one (the setting ``live_arm``)."""
+        return self.settings.live_arm
 
     def set_effort_limits(self, limits: Sequence[float]) -> None:
         """Set the per-joint torque bounds (N*m): empty for the arm's own, else one positive value per joint.
@@ -506,7 +504,7 @@ class ControlLoop:
         if effects.counts:
             self.restarts += 1
         self._ramps = self._ramps or effects.ramp  # a restart prepared again before it started still ramps
-        replan = effects.replan
+        replan, plan_from = effects.replan, self.settings.plan_from
         if replan == Replan.TARGET:
             assert self._pending_target is not None  # the target made the restart due
             target, self._pending_target = self._pending_target, None
@@ -514,11 +512,11 @@ class ControlLoop:
         elif self._plans and (
             replan == Replan.ALWAYS
             # From the scenario's very pose the plan is the scenario's: nothing to replan (offline equality).
-            or (replan == Replan.MOVED and self.plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
+            or (replan == Replan.MOVED and plan_from == PLAN_FROM_STATE and not np.array_equal(q, self.initial_q))
         ):
             self._replan(self.task)
         if effects.far_start:
-            said += far_start(q, self.initial_q, self.joint_names, self.plan_from)
+            said += far_start(q, self.initial_q, self.joint_names, plan_from)
         return kinds
 
     @property
@@ -590,7 +588,7 @@ class ControlLoop:
             )
             raise Rejected(msg)
         if last is not None and stamp_ns < last:
-            if self.time_reversal == "reject":
+            if self.settings.time_reversal == "reject":
                 msg = (
                     f"joint state stamped {stamp_ns} ns is earlier than the previous one ({last} ns); "
                     "set time_reversal:=reset to follow a restarted time line"
@@ -668,7 +666,7 @@ class ControlLoop:
         self, torque: NDArray[np.float64], q: NDArray[np.float64], dq: NDArray[np.float64], stamp_ns: int
     ) -> NDArray[np.float64]:
         """Return the torque asked for: the controller's, through the soft start over the holding torque."""
-        ramp = ramp_at((stamp_ns - self._ramp_from) / NANOSECONDS, self.soft_start)
+        ramp = ramp_at((stamp_ns - self._ramp_from) / NANOSECONDS, self.settings.soft_start)
         if ramp < 1.0:
             return soft_start(torque, self._holding.at(q, dq), ramp)
         return torque

@@ -250,10 +250,11 @@ class ControllerNode(KitNode):
         ``arrived`` (ns of the node's clock) times the state instead of its stamp
         (``state_stamps:=arrival``); its command still carries the stamp.
 
-        ``None`` when the state was rejected or the controller failed (both logged), or when a
-        live arm's time line was only prepared on it (nothing is sent). The composed graph's
-        simulator calls it with each state it publishes (its states are never stale and its
-        commands have their reader in the process: neither is watched).
+        ``None`` when the state was rejected or the controller failed (both logged). A live
+        arm's state that a time line was only prepared on is answered too, with the torque
+        that holds the arm (:meth:`~skelarm_ros.control.loop.ControlLoop.control`). The
+        composed graph's simulator calls it with each state it publishes (its states are never
+        stale and its commands have their reader in the process: neither is watched).
         """
         try:
             stamp_ns = stamp_to_nanoseconds(sec, nanosec) if arrived is None else arrived
@@ -281,7 +282,7 @@ class ControllerNode(KitNode):
                 f"({self.loop.restarts} restarts so far)"
             )
         out = self.out
-        out.publish(self.command_pub, self._command(output, sec, nanosec))
+        out.publish(self.command_pub, self._message(output.command, sec, nanosec))
         self._sent = time.monotonic()
         if self.loop.stopped is not None:
             self.finish(1)
@@ -374,9 +375,6 @@ class ControllerNode(KitNode):
             self.get_logger().info(
                 f"waiting for a publisher on {subscription.topic_name} (the simulator, or a driver's joint states)"
             )
-
-    def _command(self, output: ControlOutput, sec: int, nanosec: int) -> bytes | Float64MultiArray:
-        return self._message(output.command, sec, nanosec)
 
     def _message(self, command: np.ndarray, sec: int, nanosec: int) -> bytes | Float64MultiArray:
         """Return a command (``joint_names`` order) as sent: in command order; stamped, in its interface's field."""

@@ -165,9 +165,9 @@ class DriverModel:
         assert q is not None and dq is not None  # a servo's law needs the joint's state
         spec = self.spec
         if self.goal is None:
-            self.goal = profile.start(q)
+            profile.start(q)
         self.goal = profile.follow(self.command)
-        if self.interface == POSITION:
+        if profile.position:
             return spec.servo_kp * (self.goal - q) - spec.servo_kd * dq
         return spec.servo_kv * (self.goal - dq)
 
@@ -274,37 +274,44 @@ class _Profile:
         self.acceleration = spec.profile_acceleration
         self.limited = bool(np.isfinite(self.speed).any() or np.isfinite(self.acceleration).any())
         self._finite = np.isfinite(self.acceleration)
-        self._braking = np.where(self._finite, self.acceleration, 1.0)  # a finite stand-in where there is no limit
+        braking = np.where(self._finite, self.acceleration, 1.0)  # a finite stand-in where there is no limit
+        # A step's constants, made once (see follow): the most the rate changes in one step, and the braking's
+        # speed and distance over one step.
+        self._most = self.acceleration * dt
+        self._least = -self._most
+        self._brake_speed = braking * dt
+        self._brake_distance = self._brake_speed * dt
+        self._slowest = -self.speed
         self._at: NDArray[np.float64] = np.zeros(spec.num_joints)  # the profiled goal
         self._rate: NDArray[np.float64] = np.zeros(spec.num_joints)  # its rate of change (a position goal's speed)
 
-    def start(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Start the profile at the joints' angles ``q`` (a velocity goal at 0), at rest; return where it is."""
+    def start(self, q: NDArray[np.float64]) -> None:
+        """Start the profile at the joints' angles ``q`` (a velocity goal at 0), at rest."""
         self._at = q.copy() if self.position else np.zeros_like(q)
         self._rate = np.zeros_like(q)
-        return self._at
 
     def follow(self, goal: NDArray[np.float64]) -> NDArray[np.float64]:
         """Move the profiled goal one step toward ``goal`` within the limits; return it."""
         if not self.limited:
             self._at = goal
             return goal
-        dt, top, most = self.dt, self.speed, self.acceleration * self.dt
+        dt, top, least, most = self.dt, self.speed, self._least, self._most
         if self.position:
             error = goal - self._at
             distance = np.abs(error)
             # As fast as allowed, slow enough to stop at the goal braking at the acceleration allowed step by step
             # (from n * a * dt the steps cover a dt^2 n (n + 1) / 2), and not past it in one step.
-            per_step = self._braking * dt * dt
             braking = np.where(
-                self._finite, self._braking * dt * (np.sqrt(0.25 + 2.0 * distance / per_step) - 0.5), np.inf
+                self._finite,
+                self._brake_speed * (np.sqrt(0.25 + 2.0 * distance / self._brake_distance) - 0.5),
+                np.inf,
             )
             wanted = np.sign(error) * np.minimum(np.minimum(top, braking), distance / dt)
-            self._rate = self._rate + np.clip(wanted - self._rate, -most, most)
+            self._rate = self._rate + np.clip(wanted - self._rate, least, most)
             self._at = self._at + self._rate * dt
             return self._at
-        wanted = np.clip(goal, -top, top)
-        self._at = self._at + np.clip(wanted - self._at, -most, most)
+        wanted = np.clip(goal, self._slowest, top)
+        self._at = self._at + np.clip(wanted - self._at, least, most)
         return self._at
 
     def describe(self) -> str:

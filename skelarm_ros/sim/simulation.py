@@ -30,8 +30,7 @@ import numpy as np
 
 from skelarm_ros.interface import (
     EFFORT,
-    POSITION,
-    VELOCITY,
+    JOINT_STATE_FIELDS,
     check_effort_limits,
     check_joint_names,
     check_non_negative,
@@ -139,7 +138,9 @@ class Simulation:
         self.driver = None if spec is None and motors is None else DriverModel(spec, num_joints, step, motors)
         self.interface = EFFORT if self.driver is None else self.driver.interface
         """What the commands are: ``effort`` (torques), ``position`` or ``velocity`` (a servo's goals)."""
-        self._what = "effort command" if self.interface == EFFORT else f"{self.interface} goal"
+        self._servo = self.interface != EFFORT  # its commands are goals, its torque made at each step
+        self._what = f"{self.interface} goal" if self._servo else "effort command"
+        self._field = JOINT_STATE_FIELDS.index(self.interface)  # the JointState field a joint_commands carries it in
         self._published: tuple[list[float], list[float], list[float]] | None = None
         self._observe()
 
@@ -230,8 +231,7 @@ class Simulation:
         Rejected
             As :meth:`command_from_joint_state`.
         """
-        field = {EFFORT: effort, POSITION: position, VELOCITY: velocity}[self.interface]
-        return self.command_from_joint_state(names, field)
+        return self.command_from_joint_state(names, (position, velocity, effort)[self._field])
 
     def wrench_force(self, frame_id: str, force: Sequence[float], torque: Sequence[float]) -> NDArray[np.float64]:
         """Check a ``tip_wrench`` message and return its planar force ``(fx, fy)``.
@@ -301,7 +301,7 @@ class Simulation:
 
     def _taken(self, command: NDArray[np.float64]) -> NDArray[np.float64]:
         """Return a command as the driver takes it: a torque clamped to ``effort_limits``, a servo's goal as it is."""
-        return self.clamp(command) if self.interface == EFFORT else command
+        return command if self._servo else self.clamp(command)
 
     # -- stepping --------------------------------------------------------------------------------
 
@@ -354,10 +354,9 @@ class Simulation:
         else:
             driver.take(self._taken(tau), self.steps)
         engine = self.engine
-        servo = self.interface != EFFORT
         while True:
             applied = driver.torque(self.steps, live, engine.q, engine.dq)
-            if servo:  # the servo's torque within effort_limits, as an effort command is clamped
+            if self._servo:  # the servo's torque within effort_limits, as an effort command is clamped
                 applied = self.clamp(applied)
             engine.step(applied, force)
             self.effort = applied
