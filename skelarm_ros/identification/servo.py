@@ -37,10 +37,11 @@ import numpy as np
 from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import BagOptions, log_channel, log_joint_names, read_input
 from skelarm_ros.identification.signals import differentiate
+from skelarm_ros.identification.twin import model_torque, toml_text
 from skelarm_ros.interface import POSITION
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from numpy.typing import NDArray
 
@@ -174,22 +175,6 @@ def _numbers(values: NDArray[np.float64]) -> list[float]:
     return [float(f"{value:.4g}") for value in values]
 
 
-def model_torque(arm: ArmSetup) -> Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], Any]:
-    """Return the torque the arm's model needs for a motion, frame by frame: ``(q, dq, ddq) -> tau`` (N*m)."""
-    from skelarm_ros.sim.engine import ArmEngine
-
-    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=False)
-    drive = arm.drive
-
-    def torque(q: NDArray[np.float64], dq: NDArray[np.float64], ddq: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = np.array([engine.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq, strict=True)])
-        if drive is not None:
-            out += drive.armature * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq)
-        return out
-
-    return torque
-
-
 def estimate_servo(runs: Sequence[ServoRun], arm: ArmSetup | None = None) -> ServoEstimate:
     """Estimate each joint's ``servo_kp``, ``servo_kd`` and torque limit from servo runs (see the module).
 
@@ -215,12 +200,11 @@ def estimate_servo(runs: Sequence[ServoRun], arm: ArmSetup | None = None) -> Ser
         torques = [run.effort for run in runs if run.effort is not None]
     elif arm is not None and arm.num_joints == n:
         estimate.torque = "the prior's model torque for the recorded motion (no effort recorded)"
-        needed = model_torque(arm)
         for run in runs:
             ddq = differentiate(run.time, run.dq)
             rows = np.isfinite(run.q).all(axis=1) & np.isfinite(run.dq).all(axis=1) & np.isfinite(ddq).all(axis=1)
             tau = np.full(run.q.shape, np.nan)
-            tau[rows] = needed(run.q[rows], run.dq[rows], ddq[rows])
+            tau[rows] = model_torque(arm, run.q[rows], run.dq[rows], ddq[rows])
             torques.append(tau)
     else:
         estimate.untold.append(
@@ -416,7 +400,6 @@ def identify_servo(
     IdentificationError
         Without a prior (one sentence), or when nothing of the servo could be told.
     """
-    from skelarm_ros.identification.twin import toml_text
     from skelarm_ros.outputs import write_atomically
 
     options = bag or BagOptions()
