@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import BagOptions, log_channel, log_joint_names, read_input
-from skelarm_ros.identification.signals import differentiate
+from skelarm_ros.identification.data import BagOptions, joint_columns, log_channel, log_joint_names, read_input
+from skelarm_ros.identification.signals import differentiate, within
 from skelarm_ros.identification.twin import model_torque, toml_text
 from skelarm_ros.interface import POSITION
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
+    from skelarm_ros.bags.logfile import LogFile
     from skelarm_ros.sim.scenario import ArmSetup
 
 GOALS = "goal_position"
@@ -88,14 +89,18 @@ class ServoRun:
 
     def selected(self, joints: Sequence[str]) -> ServoRun:
         """Return the run with the columns of ``joints``, in their order."""
-        missing = [name for name in joints if name not in self.joints]
-        if missing:
-            msg = f"input '{self.source}' has no joint {missing[0]} (it has {self.joints}); choose from those"
-            raise IdentificationError(msg)
-        index = [self.joints.index(name) for name in joints]
+        index = joint_columns(self.source, self.joints, joints, "pick the arm's joints with --joints a,b,c")
         effort = None if self.effort is None else self.effort[:, index]
         return ServoRun(
             self.source, list(joints), self.time, self.q[:, index], self.dq[:, index], self.goals[:, index], effort
+        )
+
+    def window(self, start: float | None, end: float | None) -> ServoRun:
+        """Return the frames from ``start`` to ``end`` seconds after the run's first frame (as ``identify --start``)."""
+        keep = within(self.time, start, end)
+        effort = None if self.effort is None else self.effort[keep]
+        return ServoRun(
+            self.source, self.joints, self.time[keep], self.q[keep], self.dq[keep], self.goals[keep], effort
         )
 
 
@@ -109,6 +114,11 @@ def read_servo_run(path: str | Path, options: BagOptions | None = None) -> Servo
     """
     source = Path(path)
     log, _ = read_input(source, options)
+    return servo_run_of(log, source)
+
+
+def servo_run_of(log: LogFile, source: Path) -> ServoRun | None:
+    """Return the joint states and position goals a log holds (an input read); ``None`` when it has no goals."""
     q = log_channel(log, "q")
     goals = None if q is None else log_channel(log, GOALS, q.shape[1])
     if q is None or goals is None or not np.isfinite(goals).any():
@@ -342,24 +352,8 @@ def _ceiling(estimate: ServoEstimate, j: int, name: str, rows: NDArray[Any], coe
     )
 
 
-def read_servo_runs(paths: Sequence[str | Path], options: BagOptions, joints: Sequence[str] | None) -> list[ServoRun]:
-    """Read every input that carries position goals, with the columns of ``joints`` (default: the first's order)."""
-    runs = [run for run in (read_servo_run(path, options) for path in paths) if run is not None]
-    if not runs:
-        return []
-    order = list(joints) if joints else runs[0].joints
-    return [run.selected(order) for run in runs]
-
-
-def servo_into(
-    config: dict[str, Any],
-    inputs: Sequence[str | Path],
-    options: BagOptions,
-    joints: Sequence[str],
-    prior: ArmSetup | None,
-) -> ServoEstimate | None:
-    """Estimate the servo of the inputs with position goals, written into a twin's tables; ``None``: none have goals."""
-    runs = read_servo_runs(inputs, options, joints)
+def servo_into(config: dict[str, Any], runs: Sequence[ServoRun], prior: ArmSetup | None) -> ServoEstimate | None:
+    """Estimate the servo of the runs with position goals, written into a twin's tables; ``None``: there are none."""
     if not runs:
         return None
     estimate = estimate_servo(runs, prior)
@@ -403,10 +397,12 @@ def identify_servo(
     from skelarm_ros.outputs import write_atomically
 
     options = bag or BagOptions()
-    runs = [read_servo_run(path, options) for path in inputs]
-    if not runs or any(run is None or run.effort is not None for run in runs):
+    read = [read_servo_run(path, options) for path in inputs]
+    runs = [run for run in read if run is not None and run.effort is None]
+    if not runs or len(runs) < len(read):
         return None
-    told = read_servo_runs(inputs, options, joints)
+    order = list(joints) if joints else runs[0].joints
+    told = [run.selected(order) for run in runs]
     if prior is None:
         msg = (
             "the runs record a servo's position goals but no torque, so neither the arm's dynamics nor the servo's "
