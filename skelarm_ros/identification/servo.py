@@ -38,7 +38,7 @@ from skelarm_ros.identification import IdentificationError
 from skelarm_ros.identification.data import BagOptions, joint_columns, log_channel, log_joint_names, read_input
 from skelarm_ros.identification.signals import differentiate, within
 from skelarm_ros.identification.twin import model_torque, toml_text
-from skelarm_ros.interface import POSITION
+from skelarm_ros.interface import GOAL_CHANNELS, POSITION
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from skelarm_ros.bags.logfile import LogFile
     from skelarm_ros.sim.scenario import ArmSetup
 
-GOALS = "goal_position"
+GOALS = GOAL_CHANNELS[POSITION]
 MAX_LAG = 5  # frames: the goal acting at a frame is one sent up to this many frames before it
 MIN_FRAMES = 20  # unsaturated frames with a goal a joint's fit needs
 MIN_EXPLAINED = 0.5  # share of the torque's variance the fitted PD must explain for its gains to be told
