@@ -759,19 +759,19 @@ def _identify(args: argparse.Namespace) -> tool.Done:
     if servo_only is not None:  # a servo arm's goals without torque: the servo told, the dynamics the prior's
         return tool.Done(report=servo_only)
     try:
-        result = _run(args)
+        result = _run(args, bag, joints)
     except NotBetterError as refused:
         raise tool.Refused(str(refused), report_lines(refused.result), refused.result.notes) from None
     return tool.Done(report=report_lines(result), notes=result.notes)
 
 
-def _run(args: argparse.Namespace) -> Result:
+def _run(args: argparse.Namespace, bag: BagOptions, joints: list[str] | None) -> Result:
     return identify(
         args.inputs,
         args.output,
         scenario=args.scenario,
-        bag=BagOptions(args.joint_topic, args.command_topic, args.clock, args.recover),
-        joints=split_names(args.joints) or None,
+        bag=bag,
+        joints=joints,
         start=_numbers(args.start, "--start"),
         end=_numbers(args.end, "--end"),
         validate=args.validate,
