@@ -109,7 +109,7 @@ class Result:
         Held-out runs: measured torques and the twin's and prior's predictions.
     output, plot : Path | None
         The files written (``None`` for a twin refused: nothing is written then).
-    assessment : checks.Assessment | None
+    assessment : checks.Assessment
         What the data checks found (noise, motion, rate).
     filter : str
         The filter used, and why.
