@@ -79,11 +79,21 @@ JOINT_STATE_FIELDS = (POSITION, VELOCITY, EFFORT)
 """The value fields of a ``sensor_msgs/JointState``, in its order."""
 ARRAY_COMMAND_TOPICS = {EFFORT: EFFORT_COMMANDS, POSITION: POSITION_COMMANDS, VELOCITY: VELOCITY_COMMANDS}
 """The ``Float64MultiArray`` topic of each interface, as ros2_control's forward command controllers name theirs."""
+GOAL_CHANNELS = {POSITION: "goal_position", VELOCITY: "goal_velocity"}
+"""A log's channel of a servo's goals of each kind (``bag_to_log`` writes it; ``compare`` and ``identify`` read it)."""
 REFERENCE = "reference"
 STIFFNESS = "stiffness"
 POSITION_MODES = (REFERENCE, STIFFNESS)
 """``position_mode`` values: how a controller's answer becomes a servo's goal: a tracking controller's reference, or
 the controller's torque through the servo's stiffness (docs/servo.md)."""
+
+
+def array_command_kind(topic: str) -> str:
+    """Return the interface of a ``Float64MultiArray`` command topic by its name (:data:`ARRAY_COMMAND_TOPICS`).
+
+    ``<kind>_controller/commands`` is that kind's; any other topic carries effort.
+    """
+    return next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)
 
 
 def command_topic(command_interface: str, interface: str = EFFORT) -> str:

@@ -49,12 +49,14 @@ from skelarm_ros.interface import (
     ARRAY_COMMAND_TOPICS,
     EFFORT,
     FLOAT_ARRAY_TYPE,
+    GOAL_CHANNELS,
     JOINT_COMMANDS,
     JOINT_STATE_TYPE,
     JOINT_STATES,
     NANOSECONDS,
     POSITION,
     VELOCITY,
+    array_command_kind,
     channel_of,
     default_joint_names,
     sibling,
@@ -71,8 +73,6 @@ CONVENTION_LAG = 1
 MAX_LAG = 0.25
 """Seconds of lag searched for the best alignment of commands and measured effort, by default."""
 STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
-GOAL_CHANNELS = {POSITION: "goal_position", VELOCITY: "goal_velocity"}
-"""A log's channel of a servo's goals of each kind (``bag_to_log``'s)."""
 
 
 class CompareError(ValueError):
@@ -260,7 +260,7 @@ def _kinds(bag: Bag, topic: str) -> list[str]:
     carries, of effort, position and velocity in that order.
     """
     if bag.topics[topic].msgtype == FLOAT_ARRAY_TYPE:
-        return [next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)]
+        return [array_command_kind(topic)]
     _check_fields(bag, topic, (*STAMP_FIELDS, "name", EFFORT, POSITION, VELOCITY))
     for _, _, _, message in bag.messages([topic]):
         carried = [kind for kind in (EFFORT, POSITION, VELOCITY) if len(getattr(message, kind))]

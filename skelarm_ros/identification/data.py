@@ -60,7 +60,7 @@ import numpy as np
 from skelarm_ros.bags.efforts import shifted_rms
 from skelarm_ros.bags.logfile import LogFile, LogFileError, read_log
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.signals import GAP_FACTOR, differentiate, semi_implicit
+from skelarm_ros.identification.signals import GAP_FACTOR, differentiate, semi_implicit, within
 from skelarm_ros.interface import APPLIED_FROM_FRAME, APPLIED_UNTIL_FRAME, default_joint_names
 
 if TYPE_CHECKING:
@@ -194,16 +194,12 @@ class Recording:
         """
         if list(joints) == self.joints:
             return self
-        missing = [name for name in joints if name not in self.joints]
-        if missing:
-            fix = (
-                "pick the arm's joints by the names the driver publishes with --joints"
-                if named
-                else "pick the arm's joints with --joints a,b,c (the same for every input)"
-            )
-            msg = f"input '{self.source}' has no joint {', '.join(missing)} (its joints are {self.joints}); {fix}"
-            raise IdentificationError(msg)
-        order = [self.joints.index(name) for name in joints]
+        fix = (
+            "pick the arm's joints by the names the driver publishes with --joints"
+            if named
+            else "pick the arm's joints with --joints a,b,c (the same for every input)"
+        )
+        order = joint_columns(self.source, self.joints, joints, fix)
         return replace(
             self,
             joints=list(joints),
@@ -223,14 +219,13 @@ class Recording:
         """
         if start is None and end is None:
             return self
-        since = self.time - self.time[0]
-        low = -math.inf if start is None else start
-        high = math.inf if end is None else end
-        keep = (since >= low - 1e-9) & (since <= high + 1e-9)
+        keep = within(self.time, start, end)
         if np.count_nonzero(keep) < _MIN_FRAMES:
+            low = -math.inf if start is None else start
+            high = math.inf if end is None else end
             msg = (
                 f"input '{self.source}' has {np.count_nonzero(keep)} frames from {low:g} s to {high:g} s "
-                f"(it lasts {float(since[-1]):.6g} s); choose --start and --end inside the run"
+                f"(it lasts {float(self.time[-1] - self.time[0]):.6g} s); choose --start and --end inside the run"
             )
             raise IdentificationError(msg)
         return replace(
@@ -327,15 +322,16 @@ class Samples:
         return replace(self, tau=self.tau - np.where(rows[:, np.newaxis], bias, 0.0))
 
 
+def joint_columns(source: Path, have: Sequence[str], joints: Sequence[str], fix: str) -> list[int]:
+    """Return the columns of ``joints`` among an input's joints ``have``; a joint it lacks is refused with ``fix``."""
+    missing = [name for name in joints if name not in have]
+    if missing:
+        msg = f"input '{source}' has no joint {', '.join(missing)} (its joints are {list(have)}); {fix}"
+        raise IdentificationError(msg)
+    return [list(have).index(name) for name in joints]
+
+
 # -- reading ---------------------------------------------------------------------------------------------
-
-
-def _read_log(path: Path) -> LogFile:
-    """Read a ``.sklog.npz`` log with the package's one reader."""
-    try:
-        return read_log(path)
-    except LogFileError as error:
-        raise IdentificationError(f"{error}, or a bag") from None
 
 
 @dataclass(frozen=True)
@@ -479,7 +475,10 @@ def read_input(source: Path, options: BagOptions | None = None) -> tuple[LogFile
         msg = f"input '{source}' does not exist; pass a bag (folder, .db3, .mcap, .bag) or a .sklog.npz log"
         raise IdentificationError(msg)
     if source.is_file() and source.suffix == LOG_SUFFIX:
-        return _read_log(source), ()
+        try:  # the package's one reader of logs
+            return read_log(source), ()
+        except LogFileError as error:
+            raise IdentificationError(f"{error}, or a bag") from None
     return _convert(source, options or BagOptions())
 
 

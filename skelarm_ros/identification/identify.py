@@ -39,7 +39,9 @@ from skelarm_ros.identification.data import (
     choose_torque,
     command_lag,
     merge,
+    read_input,
     read_recording,
+    recording_of,
 )
 from skelarm_ros.identification.driver import DriverEstimate
 from skelarm_ros.identification.driver import estimate as estimate_driver
@@ -53,7 +55,7 @@ from skelarm_ros.identification.regressor import (
     structure,
 )
 from skelarm_ros.identification.report import report_lines
-from skelarm_ros.identification.servo import ServoEstimate, identify_servo, servo_into
+from skelarm_ros.identification.servo import ServoEstimate, ServoRun, identify_servo, servo_into, servo_run_of
 from skelarm_ros.identification.twin import (
     TABLE,
     Prediction,
@@ -107,7 +109,7 @@ class Result:
         Held-out runs: measured torques and the twin's and prior's predictions.
     output, plot : Path | None
         The files written (``None`` for a twin refused: nothing is written then).
-    assessment : checks.Assessment | None
+    assessment : checks.Assessment
         What the data checks found (noise, motion, rate).
     filter : str
         The filter used, and why.
@@ -187,15 +189,23 @@ def _read_all(
     start: Sequence[float | None] | float | None = None,
     end: Sequence[float | None] | float | None = None,
     effort: str = "auto",
-) -> list[Recording]:
+) -> tuple[list[Recording], list[ServoRun]]:
+    """Read each input once: its recording and, where it has a servo's position goals, its servo run; both windowed."""
     starts = _windows(start, len(paths), "--start")
     ends = _windows(end, len(paths), "--end")
-    recordings = [read_recording(path, options) for path in paths]
+    logs, recordings = [], []
+    for path in paths:
+        log, notes = read_input(Path(path), options)
+        logs.append(log)
+        recordings.append(recording_of(log, Path(path), notes))
     order = list(joints) if joints else recordings[0].joints
-    return [
-        choose_torque(recording.selected(order, named=bool(joints)).window(low, high), effort)
-        for recording, low, high in zip(recordings, starts, ends, strict=True)
-    ]
+    chosen, runs = [], []
+    for log, recording, low, high in zip(logs, recordings, starts, ends, strict=True):
+        chosen.append(choose_torque(recording.selected(order, named=bool(joints)).window(low, high), effort))
+        run = servo_run_of(log, recording.source)
+        if run is not None:
+            runs.append(run.selected(order).window(low, high))
+    return chosen, runs
 
 
 def _same_geometry(one: skelarm.Skeleton, other: skelarm.Skeleton) -> bool:
@@ -475,7 +485,7 @@ def identify(
     target = Path(output)
     _check_output(target)
     prior_setup = _prior(scenario)
-    recordings = _read_all(inputs, options, joints, start=start, end=end, effort=effort)
+    recordings, servo_runs = _read_all(inputs, options, joints, start=start, end=end, effort=effort)
     names = recordings[0].joints
     geometry, source, notes = _geometry(prior_setup, recordings)
     notes = [note for recording in recordings for note in recording.notes] + notes
@@ -515,7 +525,7 @@ def identify(
         driver={"effort_bias": bias, **driver.table},
         dt=driver.dt,
     )
-    servo = servo_into(config, inputs, options, names, prior_setup)
+    servo = servo_into(config, servo_runs, prior_setup)
     twin = _twin_setup(config)
     predictions = []
     for path in validate:
@@ -749,19 +759,19 @@ def _identify(args: argparse.Namespace) -> tool.Done:
     if servo_only is not None:  # a servo arm's goals without torque: the servo told, the dynamics the prior's
         return tool.Done(report=servo_only)
     try:
-        result = _run(args)
+        result = _run(args, bag, joints)
     except NotBetterError as refused:
         raise tool.Refused(str(refused), report_lines(refused.result), refused.result.notes) from None
     return tool.Done(report=report_lines(result), notes=result.notes)
 
 
-def _run(args: argparse.Namespace) -> Result:
+def _run(args: argparse.Namespace, bag: BagOptions, joints: list[str] | None) -> Result:
     return identify(
         args.inputs,
         args.output,
         scenario=args.scenario,
-        bag=BagOptions(args.joint_topic, args.command_topic, args.clock, args.recover),
-        joints=split_names(args.joints) or None,
+        bag=bag,
+        joints=joints,
         start=_numbers(args.start, "--start"),
         end=_numbers(args.end, "--end"),
         validate=args.validate,

@@ -41,12 +41,11 @@ def report_lines(result: Result) -> list[str]:
         )
     if result.velocity:
         lines.append(f"velocity: {result.velocity}")
-    if result.assessment is not None:
-        a = result.assessment
-        lines.append(
-            f"motion: {a.rate:.4g} Hz sampling, motion up to {a.motion:.3g} Hz; sweep "
-            + ", ".join(f"{j.name} {math.degrees(j.sweep):.3g} deg" for j in a.joints)
-        )
+    a = result.assessment
+    lines.append(
+        f"motion: {a.rate:.4g} Hz sampling, motion up to {a.motion:.3g} Hz; sweep "
+        + ", ".join(f"{j.name} {math.degrees(j.sweep):.3g} deg" for j in a.joints)
+    )
     if result.filter:
         lines.append(f"filter: {result.filter}")
     lines += [

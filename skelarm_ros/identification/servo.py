@@ -35,18 +35,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from skelarm_ros.identification import IdentificationError
-from skelarm_ros.identification.data import BagOptions, log_channel, log_joint_names, read_input
-from skelarm_ros.identification.signals import differentiate
-from skelarm_ros.interface import POSITION
+from skelarm_ros.identification.data import BagOptions, joint_columns, log_channel, log_joint_names, read_input
+from skelarm_ros.identification.signals import differentiate, within
+from skelarm_ros.identification.twin import model_torque, toml_text
+from skelarm_ros.interface import GOAL_CHANNELS, POSITION
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
     from numpy.typing import NDArray
 
+    from skelarm_ros.bags.logfile import LogFile
     from skelarm_ros.sim.scenario import ArmSetup
 
-GOALS = "goal_position"
+GOALS = GOAL_CHANNELS[POSITION]
 MAX_LAG = 5  # frames: the goal acting at a frame is one sent up to this many frames before it
 MIN_FRAMES = 20  # unsaturated frames with a goal a joint's fit needs
 MIN_EXPLAINED = 0.5  # share of the torque's variance the fitted PD must explain for its gains to be told
@@ -87,14 +89,18 @@ class ServoRun:
 
     def selected(self, joints: Sequence[str]) -> ServoRun:
         """Return the run with the columns of ``joints``, in their order."""
-        missing = [name for name in joints if name not in self.joints]
-        if missing:
-            msg = f"input '{self.source}' has no joint {missing[0]} (it has {self.joints}); choose from those"
-            raise IdentificationError(msg)
-        index = [self.joints.index(name) for name in joints]
+        index = joint_columns(self.source, self.joints, joints, "pick the arm's joints with --joints a,b,c")
         effort = None if self.effort is None else self.effort[:, index]
         return ServoRun(
             self.source, list(joints), self.time, self.q[:, index], self.dq[:, index], self.goals[:, index], effort
+        )
+
+    def window(self, start: float | None, end: float | None) -> ServoRun:
+        """Return the frames from ``start`` to ``end`` seconds after the run's first frame (as ``identify --start``)."""
+        keep = within(self.time, start, end)
+        effort = None if self.effort is None else self.effort[keep]
+        return ServoRun(
+            self.source, self.joints, self.time[keep], self.q[keep], self.dq[keep], self.goals[keep], effort
         )
 
 
@@ -108,6 +114,11 @@ def read_servo_run(path: str | Path, options: BagOptions | None = None) -> Servo
     """
     source = Path(path)
     log, _ = read_input(source, options)
+    return servo_run_of(log, source)
+
+
+def servo_run_of(log: LogFile, source: Path) -> ServoRun | None:
+    """Return the joint states and position goals a log holds (an input read); ``None`` when it has no goals."""
     q = log_channel(log, "q")
     goals = None if q is None else log_channel(log, GOALS, q.shape[1])
     if q is None or goals is None or not np.isfinite(goals).any():
@@ -174,22 +185,6 @@ def _numbers(values: NDArray[np.float64]) -> list[float]:
     return [float(f"{value:.4g}") for value in values]
 
 
-def model_torque(arm: ArmSetup) -> Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]], Any]:
-    """Return the torque the arm's model needs for a motion, frame by frame: ``(q, dq, ddq) -> tau`` (N*m)."""
-    from skelarm_ros.sim.engine import ArmEngine
-
-    engine = ArmEngine(arm.skeleton, arm.dt, grav_vec=arm.grav_vec, enforce_limits=False)
-    drive = arm.drive
-
-    def torque(q: NDArray[np.float64], dq: NDArray[np.float64], ddq: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = np.array([engine.inverse_dynamics(a, b, c) for a, b, c in zip(q, dq, ddq, strict=True)])
-        if drive is not None:
-            out += drive.armature * ddq + drive.viscous * dq + drive.coulomb * np.sign(dq)
-        return out
-
-    return torque
-
-
 def estimate_servo(runs: Sequence[ServoRun], arm: ArmSetup | None = None) -> ServoEstimate:
     """Estimate each joint's ``servo_kp``, ``servo_kd`` and torque limit from servo runs (see the module).
 
@@ -215,12 +210,11 @@ def estimate_servo(runs: Sequence[ServoRun], arm: ArmSetup | None = None) -> Ser
         torques = [run.effort for run in runs if run.effort is not None]
     elif arm is not None and arm.num_joints == n:
         estimate.torque = "the prior's model torque for the recorded motion (no effort recorded)"
-        needed = model_torque(arm)
         for run in runs:
             ddq = differentiate(run.time, run.dq)
             rows = np.isfinite(run.q).all(axis=1) & np.isfinite(run.dq).all(axis=1) & np.isfinite(ddq).all(axis=1)
             tau = np.full(run.q.shape, np.nan)
-            tau[rows] = needed(run.q[rows], run.dq[rows], ddq[rows])
+            tau[rows] = model_torque(arm, run.q[rows], run.dq[rows], ddq[rows])
             torques.append(tau)
     else:
         estimate.untold.append(
@@ -358,24 +352,8 @@ def _ceiling(estimate: ServoEstimate, j: int, name: str, rows: NDArray[Any], coe
     )
 
 
-def read_servo_runs(paths: Sequence[str | Path], options: BagOptions, joints: Sequence[str] | None) -> list[ServoRun]:
-    """Read every input that carries position goals, with the columns of ``joints`` (default: the first's order)."""
-    runs = [run for run in (read_servo_run(path, options) for path in paths) if run is not None]
-    if not runs:
-        return []
-    order = list(joints) if joints else runs[0].joints
-    return [run.selected(order) for run in runs]
-
-
-def servo_into(
-    config: dict[str, Any],
-    inputs: Sequence[str | Path],
-    options: BagOptions,
-    joints: Sequence[str],
-    prior: ArmSetup | None,
-) -> ServoEstimate | None:
-    """Estimate the servo of the inputs with position goals, written into a twin's tables; ``None``: none have goals."""
-    runs = read_servo_runs(inputs, options, joints)
+def servo_into(config: dict[str, Any], runs: Sequence[ServoRun], prior: ArmSetup | None) -> ServoEstimate | None:
+    """Estimate the servo of the runs with position goals, written into a twin's tables; ``None``: there are none."""
     if not runs:
         return None
     estimate = estimate_servo(runs, prior)
@@ -416,14 +394,15 @@ def identify_servo(
     IdentificationError
         Without a prior (one sentence), or when nothing of the servo could be told.
     """
-    from skelarm_ros.identification.twin import toml_text
     from skelarm_ros.outputs import write_atomically
 
     options = bag or BagOptions()
-    runs = [read_servo_run(path, options) for path in inputs]
-    if not runs or any(run is None or run.effort is not None for run in runs):
+    read = [read_servo_run(path, options) for path in inputs]
+    runs = [run for run in read if run is not None and run.effort is None]
+    if not runs or len(runs) < len(read):
         return None
-    told = read_servo_runs(inputs, options, joints)
+    order = list(joints) if joints else runs[0].joints
+    told = [run.selected(order) for run in runs]
     if prior is None:
         msg = (
             "the runs record a servo's position goals but no torque, so neither the arm's dynamics nor the servo's "

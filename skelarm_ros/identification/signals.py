@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 GAP_FACTOR = 1.5  # a step this many times the median one is frames missing
 
 
+def within(time: NDArray[np.float64], start: float | None, end: float | None) -> NDArray[np.bool_]:
+    """Return which frames lie from ``start`` to ``end`` seconds after the first (``None``: no bound), to 1 ns."""
+    since = time - time[0]
+    low = -math.inf if start is None else start
+    high = math.inf if end is None else end
+    return (since >= low - 1e-9) & (since <= high + 1e-9)
+
+
 def differentiate(time: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
     """Velocities from angles: central differences inside each run of valid frames, one-sided at its ends.
 

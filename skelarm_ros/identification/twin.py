@@ -214,16 +214,28 @@ def predict(setup: ArmSetup, samples: Samples) -> NDArray[np.float64]:
         the drive's friction (:meth:`~skelarm_ros.sim.scenario.JointDrive.friction_torque`),
         plus the effort bias where the torque is the published effort.
     """
+    out = model_torque(setup, samples.q, samples.dq, samples.ddq)
+    if setup.driver is not None:
+        out += np.where(samples.published_rows[:, np.newaxis], setup.driver.effort_bias, 0.0)
+    return out
+
+
+def model_torque(
+    setup: ArmSetup, q: NDArray[np.float64], dq: NDArray[np.float64], ddq: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Return the torque a scenario's arm needs for a motion, frame by frame, shape ``(S, N)`` (N*m).
+
+    RNEA of the engine's model with the drive's armature and the scenario's gravity, plus the
+    drive's friction: the arm's own torque, without the driver's effort bias (:func:`predict` adds it).
+    """
     drive = setup.drive
     model, _ = build_model(setup.skeleton, setup.grav_vec, None if drive is None else drive.armature)
     data = model.createData()
-    out = np.empty_like(samples.tau)
-    for row in range(len(samples)):
-        out[row] = pin.rnea(model, data, samples.q[row], samples.dq[row], samples.ddq[row])
+    out = np.empty(np.shape(q), dtype=np.float64)
+    for row in range(len(q)):
+        out[row] = pin.rnea(model, data, q[row], dq[row], ddq[row])
     if drive is not None:
-        out += drive.friction_torque(samples.dq)
-    if setup.driver is not None:
-        out += np.where(samples.published_rows[:, np.newaxis], setup.driver.effort_bias, 0.0)
+        out += drive.friction_torque(dq)
     return out
 
 

@@ -18,9 +18,12 @@ from skelarm_ros.interface import (
     APPLIED_FROM_FRAME,
     APPLIED_UNTIL_FRAME,
     FLOAT_ARRAY_TYPE,
+    GOAL_CHANNELS,
     JOINT_STATE_TYPE,
     NANOSECONDS,
     POINT_TYPE,
+    POSITION,
+    VELOCITY,
     WALL_CLOCK_NS,
 )
 
@@ -31,9 +34,8 @@ if TYPE_CHECKING:
     from skelarm_ros.bags.bag_to_log.samples import Samples
     from skelarm_ros.bags.bag_to_log.topics import TopicPlan
 
-GOAL_CHANNELS = {"position": "goal_position", "velocity": "goal_velocity"}
-"""The log channel of a servo's goals of each kind, beside the joint state channel they are in the unit of."""
-GOAL_UNITS_OF = {"goal_position": "q", "goal_velocity": "dq"}
+GOAL_UNITS_OF = {GOAL_CHANNELS[POSITION]: "q", GOAL_CHANNELS[VELOCITY]: "dq"}
+"""The joint state channel a servo's goals of each kind are in the unit of."""
 _RESERVED = ("time", "q", "dq", "tau", "ext_force", "measured_effort", *GOAL_CHANNELS.values())
 
 

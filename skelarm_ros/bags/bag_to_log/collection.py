@@ -22,7 +22,6 @@ import numpy as np
 from skelarm_ros.bags.bag_to_log.samples import ConversionError, NameMap, Rows, Samples, Stream
 from skelarm_ros.bags.cdr import JointStateLayout
 from skelarm_ros.interface import (
-    ARRAY_COMMAND_TOPICS,
     EFFORT,
     FLOAT_ARRAY_TYPE,
     JOINT_STATE_TYPE,
@@ -31,6 +30,7 @@ from skelarm_ros.interface import (
     POSITION,
     VELOCITY,
     WRENCH_TYPE,
+    array_command_kind,
     default_joint_names,
     stamp_to_nanoseconds,
 )
@@ -57,7 +57,7 @@ def command_kind(topic: str, message: Any) -> str:
     JointState by the first of :data:`COMMAND_FIELDS` it carries (empty when it carries none).
     """
     if not hasattr(message, "name"):
-        return next((kind for kind, name in ARRAY_COMMAND_TOPICS.items() if topic.endswith("/" + name)), EFFORT)
+        return array_command_kind(topic)
     return next((kind for kind in COMMAND_FIELDS if len(getattr(message, kind))), "")
 
 
