@@ -39,10 +39,10 @@ import numpy as np
 import skelarm
 from bagwriter import NS, START, joint_state, write_bag
 from excite import robot_tables, write_toml
-from mujoco_arm import mujoco_xml
 
 from skelarm_ros.identification import excitation
 from skelarm_ros.sim.engine import set_joints
+from skelarm_ros.sim.mjcf import mujoco_xml
 from skelarm_ros.sim.scenario import JointDrive, load_arm
 
 GRAVITY = (0.0, -9.81)

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skelarm_ros.sim.mjcf import mujoco_xml
+
 if TYPE_CHECKING:
     from skelarm_ros.sim.scenario import ArmSetup
 
@@ -33,29 +35,6 @@ SCENARIO = "light_wrist_reach_tuned"
 TUNED_FROM = "light_wrist_reach"
 REACH = 2.0  # s simulated a trial
 TARGET = 1.0  # trials/s on the project's engine at least MuJoCo's
-
-
-def _mujoco_xml(arm: ArmSetup) -> str:
-    """Return the arm as a MuJoCo model: hinges about z in the x-y plane, at the scenario's step and integrator's."""
-
-    def n(value: float) -> str:
-        return repr(float(value))
-
-    bodies, offset = [], arm.skeleton.base_length
-    for link in arm.skeleton.links[1:]:
-        p = link.prop
-        inertia = max(p.i, 1e-9)
-        bodies.append(
-            f'<body pos="{n(offset)} 0 0"><joint type="hinge" axis="0 0 1"/>'
-            f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
-            f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
-        )
-        offset = p.length
-    gravity = arm.grav_vec  # the torques go to qfrc_applied: no actuators
-    return (
-        f'<mujoco><option timestep="{n(arm.dt)}" gravity="{n(gravity[0])} {n(gravity[1])} 0"/>'
-        "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody></mujoco>"
-    )
 
 
 class _MujocoTrial:
@@ -66,7 +45,8 @@ class _MujocoTrial:
 
         self.mujoco = mujoco
         self.arm = arm
-        self.model = mujoco.MjModel.from_xml_string(_mujoco_xml(arm))
+        xml = mujoco_xml(arm.skeleton, arm.drive, arm.grav_vec, step=arm.dt, integrator="Euler")
+        self.model = mujoco.MjModel.from_xml_string(xml)
         assert arm.driver is not None
         self.steps_per_tick = round(arm.driver.period(arm.dt) / arm.dt)
 
@@ -87,7 +67,7 @@ class _MujocoTrial:
             if tick == ticks:
                 break
             for _ in range(self.steps_per_tick):  # the command answering this state acts from the next tick
-                data.qfrc_applied[:] = acting
+                data.ctrl[:] = acting
                 mujoco.mj_step(self.model, data)
             acting = answer
         tips = tip_positions(self.arm.skeleton, angles)
