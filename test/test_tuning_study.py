@@ -70,10 +70,10 @@ def test_the_bundled_tuned_scenario_scores_as_its_tuning_table_says() -> None:
     problem = Problem(
         str(params.scenario), ControlSettings.of(params), twins=record["robust_twins"], seed=record["seed"]
     )
-    with Evaluator(problem) as evaluator:
-        assert evaluator.samples.labels() == record["robust_samples"]
-        before = evaluator.evaluate(evaluator.gains(evaluator.start()))
-        after = evaluator.evaluate({key: tuned["controller"][key] for key in record["gains_before"]})
+    evaluator = Evaluator(problem)
+    assert evaluator.samples.labels() == record["robust_samples"]
+    before = evaluator.evaluate(evaluator.gains(evaluator.start()))
+    after = evaluator.evaluate({key: tuned["controller"][key] for key in record["gains_before"]})
     assert before.gains == record["gains_before"]
     assert before.worst.table() == pytest.approx({k: v for k, v in record["before"].items() if k != "worst_sample"})
     assert after.worst.table() == pytest.approx({k: v for k, v in record["after"].items() if k != "worst_sample"})
