@@ -33,7 +33,7 @@ from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.control.twin_run import TwinRun, run_twin
 from skelarm_ros.interface import NANOSECONDS
 from skelarm_ros.sim.engine import ArmEngine
-from skelarm_ros.sim.scenario import arm_from_config, load_arm, load_scenario
+from skelarm_ros.sim.scenario import arm_from_config, load_arm, scenario_of
 from skelarm_ros.tuning.objective import MIN_HOLD, Score, error_scale, score, trace_of, worst
 from skelarm_ros.tuning.samples import robust_samples
 from skelarm_ros.tuning.space import TuningError, gains_of, search_space, with_gains
@@ -189,7 +189,7 @@ class Evaluator:
             raise TuningError(msg)
         self.samples: Samples = robust_samples(self.arm, problem.twins, problem.seed)
         self.dimensions: list[Dimension] = search_space(controller, damping_scale(self.arm, max(self.samples.delays)))
-        task = load_scenario(problem.scenario).task
+        task = scenario_of(self.arm).task  # the file read once
         if task.target is None:
             msg = (
                 f"the task '{task.type}' of '{problem.scenario}' has no point target, and tune scores the tip's "
