@@ -39,11 +39,11 @@ import numpy as np
 import skelarm
 from bagwriter import NS, START, joint_state, write_bag
 from excite import robot_tables, write_toml
-from mujoco_arm import mujoco_xml
 
 from skelarm_ros.identification import excitation
-from skelarm_ros.sim.engine import set_joints
-from skelarm_ros.sim.scenario import JointDrive, load_arm
+from skelarm_ros.sim.engine import ArmEngine, set_joints
+from skelarm_ros.sim.mjcf import mujoco_xml
+from skelarm_ros.sim.scenario import JointDrive, load_arm, load_scenario
 
 GRAVITY = (0.0, -9.81)
 ENCODER_BITS = 16
@@ -297,8 +297,6 @@ def lab_pd(lab: Lab, posture_deg, amplitudes_deg, frequencies=LAB_FREQUENCIES, d
 
 def holding_controller(q0, lab: Lab = FOUR_LINK, kp: float = 60.0, kd: float = 3.0):
     """A PD holding the arm at ``q0`` with gravity compensation of the nominal arm: an arm that does not move."""
-    from skelarm_ros.sim.engine import ArmEngine
-
     engine = ArmEngine(lab.nominal_arm(), lab.period, grav_vec=lab.gravity)
     target = np.asarray(q0, dtype=np.float64)
 
@@ -364,3 +362,32 @@ def shared_folder(tmp_path_factory, name: str, build) -> Path:
             build(folder)
             done.touch()
     return folder
+
+
+def tip_errors(path: Path, angles: np.ndarray) -> np.ndarray:
+    """The tip's distance (m) from the scenario's target at each row of joint ``angles`` (rad)."""
+    setup, target = load_arm(path), load_scenario(path).task.target
+    engine = ArmEngine(setup.skeleton, setup.dt)
+    return np.array([math.dist(engine.endpoint(q), target) for q in angles])
+
+
+def reach_behind_driver(path: Path, period: float, delay: float, duration: float = 2.0) -> tuple[np.ndarray, int]:
+    """A three-link scenario's reach of ``duration`` s on its arm in MuJoCo (horizontal, no drive), behind a driver
+    of ``period`` whose commands act ``delay`` after their state.
+
+    The controller is the one the graph gives a real arm's driver (hardware:=none). Returns
+    the tip's distance from the scenario's target at each tick, and MuJoCo's count of unstable steps.
+    """
+    from skelarm_ros.cli.predict import twin_loop
+
+    setup = load_arm(path)
+    loop, _ = twin_loop({"scenario": str(path), "hardware": "none", "mode": "realtime"})
+    lab = replace(THREE_LINK, drive=JointDrive.ideal(3), delay=delay, period=period, torque_lag=0.0, gravity=(0.0, 0.0))
+    arm = GearedArm(lab, setup.skeleton)  # in the horizontal plane, as the scenario
+    names = loop.joint_names
+
+    def control(t: float, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        return loop.control(names, q.tolist(), dq.tolist(), round(t * 1e9)).torque
+
+    run = arm.drive_run(control, duration, setup.skeleton.q, rng=np.random.default_rng(0))
+    return tip_errors(path, run.true_q), arm.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number

@@ -1,11 +1,11 @@
 """A planar arm simulated by MuJoCo: an engine independent of the project's, for checks on arms it did not make.
 
-:func:`mujoco_xml` writes a skelarm arm as a MuJoCo model (hinges about z in the x-y
-plane, per joint a hinge ``armature``, ``damping`` and ``frictionloss``, one motor per
-joint, or with :class:`Servos` one servo per joint: MuJoCo's own position actuator, a PD
-``kp (goal - q) - kv dq``, or velocity actuator ``kv (goal - dq)``, saturated at a torque
-limit, as a servo's firmware runs it); :class:`MujocoArm` steps it with RK4 at
-:data:`SIM_STEP` under a held torque (or goal). The geared arm of the identification tests
+:func:`~skelarm_ros.sim.mjcf.mujoco_xml` writes a skelarm arm as a MuJoCo model
+(hinges about z in the x-y plane, per joint a hinge ``armature``, ``damping`` and
+``frictionloss``, one motor per joint, or with :class:`Servos` one servo per joint: MuJoCo's
+own position actuator, a PD ``kp (goal - q) - kv dq``, or velocity actuator ``kv (goal - dq)``,
+saturated at a torque limit, as a servo's firmware runs it); :class:`MujocoArm` steps it with
+RK4 at :data:`SIM_STEP` under a held torque (or goal). The geared arm of the identification tests
 (``geared_arm.py``) and the stand-in driver (``standin_driver.py``) both use it.
 """
 
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
+from skelarm_ros.sim.mjcf import mujoco_xml
 from skelarm_ros.sim.scenario import JointDrive
 
 if TYPE_CHECKING:  # skelarm itself is imported through the package, without its Qt (a robot has no GUI)
@@ -47,51 +48,6 @@ class Servos:
         return f'<velocity joint="j{k + 1}" kv="{self.kv[k]!r}" {saturated}/>'
 
 
-def mujoco_xml(
-    arm: skelarm.Skeleton,
-    drive: JointDrive,
-    gravity=(0.0, 0.0),
-    *,
-    step: float = SIM_STEP,
-    stops: bool = False,
-    servos: Servos | None = None,
-) -> str:
-    """The arm as a MuJoCo model: hinges about z in the x-y plane, armature, damping, frictionloss, motors.
-
-    With ``stops`` each hinge stops at the link's joint limits (a real arm's mechanical stops);
-    with ``servos`` each joint has a servo in place of its motor.
-    """
-
-    def n(value) -> str:
-        return repr(float(value))
-
-    def limits(prop) -> str:
-        return f'limited="true" range="{n(prop.qmin)} {n(prop.qmax)}" ' if stops else ""
-
-    bodies = []
-    offset = arm.base_length
-    for k, link in enumerate(arm.links[1:]):
-        p = link.prop
-        inertia = max(p.i, 1e-9)
-        bodies.append(
-            f'<body name="l{k + 1}" pos="{n(offset)} 0 0">'
-            f'<joint name="j{k + 1}" type="hinge" axis="0 0 1" armature="{n(drive.armature[k])}" {limits(p)}'
-            f'damping="{n(drive.viscous[k])}" frictionloss="{n(drive.coulomb[k])}" solreffriction="0.002 1"/>'
-            f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
-            f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
-        )
-        offset = p.length
-    motors = "".join(
-        f'<motor joint="j{k + 1}" gear="1"/>' if servos is None else servos.actuator(k) for k in range(arm.num_joints)
-    )
-    return (
-        '<mujoco model="planar_arm"><compiler angle="radian"/>'
-        f'<option timestep="{n(step)}" gravity="{n(gravity[0])} {n(gravity[1])} 0" integrator="RK4"/>'
-        "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody>"
-        f"<actuator>{motors}</actuator></mujoco>"
-    )
-
-
 class MujocoArm:
     """A skelarm arm in MuJoCo, at rest at the skeleton's pose; :meth:`advance` integrates it under a torque.
 
@@ -119,8 +75,9 @@ class MujocoArm:
         servos: Servos | None = None,
     ) -> None:
         self.num_joints = arm.num_joints
-        drive = drive if drive is not None else JointDrive.ideal(arm.num_joints)
-        self.model = mujoco.MjModel.from_xml_string(mujoco_xml(arm, drive, gravity, stops=stops, servos=servos))
+        actuator = None if servos is None else servos.actuator
+        xml = mujoco_xml(arm, drive, gravity, step=SIM_STEP, stops=stops, actuator=actuator)
+        self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self.t = 0.0
         self.reset(arm.q)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from test_twin_run import _mujoco_reach
+from geared_arm import reach_behind_driver
 
 from skelarm_ros.cli import tune
 from skelarm_ros.cli.predict import controller_params
@@ -70,10 +70,10 @@ def test_the_bundled_tuned_scenario_scores_as_its_tuning_table_says() -> None:
     problem = Problem(
         str(params.scenario), ControlSettings.of(params), twins=record["robust_twins"], seed=record["seed"]
     )
-    with Evaluator(problem) as evaluator:
-        assert evaluator.samples.labels() == record["robust_samples"]
-        before = evaluator.evaluate(evaluator.gains(evaluator.start()))
-        after = evaluator.evaluate({key: tuned["controller"][key] for key in record["gains_before"]})
+    evaluator = Evaluator(problem)
+    assert evaluator.samples.labels() == record["robust_samples"]
+    before = evaluator.evaluate(evaluator.gains(evaluator.start()))
+    after = evaluator.evaluate({key: tuned["controller"][key] for key in record["gains_before"]})
     assert before.gains == record["gains_before"]
     assert before.worst.table() == pytest.approx({k: v for k, v in record["before"].items() if k != "worst_sample"})
     assert after.worst.table() == pytest.approx({k: v for k, v in record["after"].items() if k != "worst_sample"})
@@ -85,8 +85,8 @@ def test_offline_on_a_mujoco_arm_the_tuned_gains_hold_where_the_scenarios_own_go
     """The controller as hardware:=none gives it, the arm in MuJoCo behind a 250 Hz driver whose commands act
     ``delay`` after their state, in this process (no ROS timing): the tuned reach ends within its tolerance."""
     tolerance = load_scenario(SCENARIO).task.tolerance
-    own, _ = _mujoco_reach(SCENARIO, 0.004, delay)
-    tuned, unstable = _mujoco_reach(TUNED, 0.004, delay)
+    own, _ = reach_behind_driver(SCENARIO, 0.004, delay)
+    tuned, unstable = reach_behind_driver(TUNED, 0.004, delay)
     assert own[-1] > 10 * tolerance, own[-1]
     assert tuned[-125:].max() < tolerance / 5 and unstable == 0, tuned[-125:].max()  # its last 0.5 s
 

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 import skelarm
-from geared_arm import THREE_LINK, GearedArm
+from geared_arm import reach_behind_driver, tip_errors
 
-from skelarm_ros.cli.predict import controller_params, predict, twin_loop
+from skelarm_ros.cli.predict import controller_params, predict
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.control.twin_run import run_twin
-from skelarm_ros.sim.engine import ArmEngine
-from skelarm_ros.sim.scenario import JointDrive, load_arm, load_scenario, resolve_scenario
+from skelarm_ros.sim.scenario import load_arm, load_scenario, resolve_scenario
 
 LINKS = ((0.3, 1.2, 0.01), (0.25, 0.6, 0.004), (0.1, 0.15, 0.0003))  # length m, mass kg, inertia kg*m^2: a light wrist
 THREE_LINKS = (
@@ -49,7 +46,6 @@ zeta1 = 0.2
 """
 )
 """A three-link arm with a light wrist, its time-varying stiffness reach damped at the edge of a 250 Hz loop."""
-TARGET = np.array([0.1, 0.45])
 REACH = 2.0  # s of each reach
 
 
@@ -115,30 +111,6 @@ def test_the_twin_run_stops_where_the_controller_gives_no_command_or_the_arm_blo
 # -- what it predicts: an arm on another engine ------------------------------------------------------------
 
 
-def _tip_errors(setup, angles: np.ndarray) -> np.ndarray:
-    engine = ArmEngine(setup.skeleton, setup.dt)
-    return np.array([math.dist(engine.endpoint(q), TARGET) for q in angles])
-
-
-def _mujoco_reach(path: Path, period: float, delay: float) -> tuple[np.ndarray, int]:
-    """The reach on the MuJoCo arm behind a driver of ``period`` whose commands act ``delay`` after their state.
-
-    The controller is the one the graph gives a real arm's driver (hardware:=none). Returns
-    the tip's distance from the target at each tick, and MuJoCo's count of unstable steps.
-    """
-    setup = load_arm(path)
-    loop, _ = twin_loop({"scenario": str(path), "hardware": "none", "mode": "realtime"})
-    lab = replace(THREE_LINK, drive=JointDrive.ideal(3), delay=delay, period=period, torque_lag=0.0, gravity=(0.0, 0.0))
-    arm = GearedArm(lab, setup.skeleton)  # in the horizontal plane, as the scenario
-    names = loop.joint_names
-
-    def control(t: float, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
-        return loop.control(names, q.tolist(), dq.tolist(), round(t * 1e9)).torque
-
-    run = arm.drive_run(control, REACH, setup.skeleton.q, rng=np.random.default_rng(0))
-    return _tip_errors(setup, run.true_q), arm.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number
-
-
 @pytest.mark.parametrize(
     ("driver", "period", "delay", "holds"),
     [
@@ -153,8 +125,8 @@ def test_a_reach_that_goes_unstable_a_tick_late_is_predicted_unstable_and_holds_
 ):
     path = write(tmp_path, "three_links", THREE_LINKS, driver)
     run = predict({"scenario": str(path)}, REACH)
-    predicted = _tip_errors(load_arm(path), run.arm_position)
-    truth, unstable_steps = _mujoco_reach(path, period, delay)
+    predicted = tip_errors(path, run.arm_position)
+    truth, unstable_steps = reach_behind_driver(path, period, delay)
     tolerance = 0.01
     if holds:
         assert predicted[-1] < tolerance and truth[-1] < tolerance, (predicted[-1], truth[-1])

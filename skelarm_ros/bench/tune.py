@@ -4,7 +4,7 @@
 """How fast tuning tries gains: trials per second on the project's engine beside MuJoCo stepping the same arm.
 
 A trial here is what tuning does with one candidate on one robust sample: build the candidate's
-control loop (its scenario written, ``build_control_loop`` as the graph's controller builds it
+control loop (its scenario's tables in memory, ``build_control_loop`` as the graph's controller builds it
 for a hardware run), run the 2 s reach at 2 ms behind the 250 Hz driver, each command acting a
 tick after the state it answers, and compute the tip's distance to the target at every state.
 Beside it the same trial with the arm in MuJoCo (the same links, hinges about z, its default
@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skelarm_ros.sim.mjcf import mujoco_xml
+
 if TYPE_CHECKING:
     from skelarm_ros.sim.scenario import ArmSetup
 
@@ -33,29 +35,6 @@ SCENARIO = "light_wrist_reach_tuned"
 TUNED_FROM = "light_wrist_reach"
 REACH = 2.0  # s simulated a trial
 TARGET = 1.0  # trials/s on the project's engine at least MuJoCo's
-
-
-def _mujoco_xml(arm: ArmSetup) -> str:
-    """Return the arm as a MuJoCo model: hinges about z in the x-y plane, at the scenario's step and integrator's."""
-
-    def n(value: float) -> str:
-        return repr(float(value))
-
-    bodies, offset = [], arm.skeleton.base_length
-    for link in arm.skeleton.links[1:]:
-        p = link.prop
-        inertia = max(p.i, 1e-9)
-        bodies.append(
-            f'<body pos="{n(offset)} 0 0"><joint type="hinge" axis="0 0 1"/>'
-            f'<inertial pos="{n(p.rgx)} {n(p.rgy)} 0" mass="{n(p.m)}" '
-            f'diaginertia="{n(inertia)} {n(inertia)} {n(inertia)}"/>'
-        )
-        offset = p.length
-    gravity = arm.grav_vec  # the torques go to qfrc_applied: no actuators
-    return (
-        f'<mujoco><option timestep="{n(arm.dt)}" gravity="{n(gravity[0])} {n(gravity[1])} 0"/>'
-        "<worldbody>" + "".join(bodies) + "</body>" * arm.num_joints + "</worldbody></mujoco>"
-    )
 
 
 class _MujocoTrial:
@@ -66,7 +45,8 @@ class _MujocoTrial:
 
         self.mujoco = mujoco
         self.arm = arm
-        self.model = mujoco.MjModel.from_xml_string(_mujoco_xml(arm))
+        xml = mujoco_xml(arm.skeleton, arm.drive, arm.grav_vec, step=arm.dt, integrator="Euler")
+        self.model = mujoco.MjModel.from_xml_string(xml)
         assert arm.driver is not None
         self.steps_per_tick = round(arm.driver.period(arm.dt) / arm.dt)
 
@@ -87,7 +67,7 @@ class _MujocoTrial:
             if tick == ticks:
                 break
             for _ in range(self.steps_per_tick):  # the command answering this state acts from the next tick
-                data.qfrc_applied[:] = acting
+                data.ctrl[:] = acting
                 mujoco.mj_step(self.model, data)
             acting = answer
         tips = tip_positions(self.arm.skeleton, angles)
@@ -115,54 +95,52 @@ def run(*, quick: bool = False) -> dict[str, float]:
     params = controller_params({"scenario": SCENARIO})
     default = controller_params({"scenario": TUNED_FROM})
     rates: dict[str, list[float]] = {"engine": [], "mujoco": [], "tune": []}
-    with (
-        Evaluator(Problem(str(params.scenario), ControlSettings.of(params))) as evaluator,
-        Evaluator(Problem(str(default.scenario), ControlSettings.of(default), twins=3)) as full,
-    ):
-        arm = evaluator.arm  # its [driver]: 250 Hz, each command acting a tick after its state, as MuJoCo's here
-        gains = evaluator.gains(evaluator.start())
-        mujoco_trial = _MujocoTrial(arm)
-        names = list(evaluator.loop(gains).joint_names)
+    evaluator = Evaluator(Problem(str(params.scenario), ControlSettings.of(params)))
+    full = Evaluator(Problem(str(default.scenario), ControlSettings.of(default), twins=3))
+    arm = evaluator.arm  # its [driver]: 250 Hz, each command acting a tick after its state, as MuJoCo's here
+    gains = evaluator.gains(evaluator.start())
+    mujoco_trial = _MujocoTrial(arm)
+    names = list(evaluator.loop(gains).joint_names)
 
-        def engine_trial() -> None:
-            run = run_twin(arm, copy.deepcopy(evaluator.loop(gains)), REACH, joint_names=names)
-            tips = tip_positions(arm.skeleton, run.position)
-            np.hypot(tips[:, 0] - evaluator.target[0], tips[:, 1] - evaluator.target[1])
+    def engine_trial() -> None:
+        run = run_twin(arm, copy.deepcopy(evaluator.loop(gains)), REACH, joint_names=names)
+        tips = tip_positions(arm.skeleton, run.position)
+        np.hypot(tips[:, 0] - evaluator.target[0], tips[:, 1] - evaluator.target[1])
 
-        def timed(work: Any, count: int) -> float:  # this process's CPU time: the machine is shared
-            started = time.process_time()
-            for _ in range(count):
-                work()
-            return count / (time.process_time() - started)
+    def timed(work: Any, count: int) -> float:  # this process's CPU time: the machine is shared
+        started = time.process_time()
+        for _ in range(count):
+            work()
+        return count / (time.process_time() - started)
 
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
-        final: dict[str, np.ndarray] = {}
-        for _ in range(rounds):  # interleaved, so both meet the same load
-            rates["engine"].append(timed(engine_trial, trials))
-            rates["mujoco"].append(
-                timed(lambda: final.update(e=mujoco_trial(evaluator.loop(gains), names, evaluator.target)), trials)
-            )
-            rates["tune"].append(timed(lambda: full.evaluate(full.gains(full.start())), max(1, trials // 5)))
-        ratio = statistics.median(a / b for a, b in zip(rates["engine"], rates["mujoco"], strict=True))
-        steps = round(REACH / arm.dt)
-        print(
-            f"a trial: {SCENARIO}'s control loop built, its {REACH:g} s reach at {1e3 * arm.dt:g} ms ({steps} steps) "
-            "behind a 250 Hz driver (commands acting a tick after their state), the tip's distance to the target; "
-            f"{rounds} interleaved round(s) of {trials}, medians, per second of this process's CPU time"
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start")
+    final: dict[str, np.ndarray] = {}
+    for _ in range(rounds):  # interleaved, so both meet the same load
+        rates["engine"].append(timed(engine_trial, trials))
+        rates["mujoco"].append(
+            timed(lambda: final.update(e=mujoco_trial(evaluator.loop(gains), names, evaluator.target)), trials)
         )
-        print(f"{'':44} {'trials/s':>9}   each round")
-        for label, key in (("the project's engine (run_twin)", "engine"), ("MuJoCo stepped from Python", "mujoco")):
-            each = " ".join(f"{rate:.1f}" for rate in rates[key])
-            print(f"{label:<44} {statistics.median(rates[key]):>9.1f}   {each}")
-        verdict = "met" if ratio >= TARGET else "NOT met"
-        print(f"the project's engine at {ratio:.2f}x MuJoCo's trials/s (goal: at least MuJoCo's rate): {verdict}")
-        print(f"MuJoCo's arm ended {1e3 * final['e'][-1]:.2f} mm from the target (the reach holds on it too)")
-        samples = len(full.samples.items)
-        print(
-            f"skelarm-ros tune's default trial on {TUNED_FROM} ({samples} robust samples of {full.duration:g} s): "
-            f"{statistics.median(rates['tune']):.2f} trials/s in one process"
-        )
-        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+        rates["tune"].append(timed(lambda: full.evaluate(full.gains(full.start())), max(1, trials // 5)))
+    ratio = statistics.median(a / b for a, b in zip(rates["engine"], rates["mujoco"], strict=True))
+    steps = round(REACH / arm.dt)
+    print(
+        f"a trial: {SCENARIO}'s control loop built, its {REACH:g} s reach at {1e3 * arm.dt:g} ms ({steps} steps) "
+        "behind a 250 Hz driver (commands acting a tick after their state), the tip's distance to the target; "
+        f"{rounds} interleaved round(s) of {trials}, medians, per second of this process's CPU time"
+    )
+    print(f"{'':44} {'trials/s':>9}   each round")
+    for label, key in (("the project's engine (run_twin)", "engine"), ("MuJoCo stepped from Python", "mujoco")):
+        each = " ".join(f"{rate:.1f}" for rate in rates[key])
+        print(f"{label:<44} {statistics.median(rates[key]):>9.1f}   {each}")
+    verdict = "met" if ratio >= TARGET else "NOT met"
+    print(f"the project's engine at {ratio:.2f}x MuJoCo's trials/s (goal: at least MuJoCo's rate): {verdict}")
+    print(f"MuJoCo's arm ended {1e3 * final['e'][-1]:.2f} mm from the target (the reach holds on it too)")
+    samples = len(full.samples.items)
+    print(
+        f"skelarm-ros tune's default trial on {TUNED_FROM} ({samples} robust samples of {full.duration:g} s): "
+        f"{statistics.median(rates['tune']):.2f} trials/s in one process"
+    )
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return {
         "engine": statistics.median(rates["engine"]),
         "mujoco": statistics.median(rates["mujoco"]),

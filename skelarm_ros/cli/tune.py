@@ -146,47 +146,47 @@ def _work(args: argparse.Namespace) -> tool.Done:
     params = controller_params({"scenario": str(scenario)})  # hardware:=twin mode:=lockstep, as the graph gives it
     problem = Problem(str(params.scenario), ControlSettings.of(params), args.robust, args.seed)
     name = args.study or study_name(Path(str(params.scenario)), args.robust)
-    with Evaluator(problem) as evaluator:
-        before = evaluator.evaluate(evaluator.gains(evaluator.start()))
-        plan = Search(args.trials, args.seed, args.workers, args.storage, name)
-        outcome = search(problem, plan, _Progress())
-        after = evaluator.evaluate(outcome.gains)
-        if after.worst.value != outcome.best.value:
-            outcome.notes.append(
-                f"the winner scored {after.worst.value!r} here and {outcome.best.value!r} in its trial; "
-                "its runs are not deterministic"
-            )
-        runs = _runs(evaluator, before, after)
-        checked = "not checked (--no-check)"
-        output, plot = Path(args.output), _plot_path(args)
-        tables = evaluator.tables(after.gains)
-        if not after.worst.feasible:
-            checked = "not checked: no trial kept every constraint (the graph's controller would stop the arm)"
-            outcome.notes.append(
-                f"no gains of the {outcome.trials} trials keep every constraint on every robust sample; the least "
-                "infeasible are written: run more trials (--trials), or fewer robust samples (--robust 1)"
-            )
-        elif not args.no_check:
-            checked = check_over_ros(evaluator, tables, after)
-        tables[TABLE] = tuning_table(
-            before=before, after=after, evaluator=evaluator, source=args.scenario, trials=outcome.trials,
-            seed=args.seed, workers=args.workers, storage=args.storage, study=name, seconds=outcome.seconds,
-            checked=checked,
-        )  # fmt: skip
-        fig = figure(evaluator, runs, f"{scenario.name}: {evaluator.config['controller']['type']} before and after")
-        write_atomically(output, lambda path: path.write_text(dump_toml(tables), encoding="utf-8"))
-        write_atomically(plot, lambda path: fig.savefig(path, dpi=120))
-        verdict = "feasible" if after.worst.feasible else "NOT feasible: " + ", ".join(after.worst.violated())
-        report = [
-            f"tuned {evaluator.config['controller']['type']} of {scenario.name} on {len(evaluator.samples.items)} "
-            f"robust samples: score {before.worst.value:.4g} -> {after.worst.value:.4g} ({verdict}), "
-            f"{outcome.trials} trials in {outcome.seconds:.0f} s (seed {args.seed}); wrote {output}, {plot}",
-            f"  gains: {gains_text(before.gains, after.gains)}",
-            f"  before, worst on {before.worst_sample}: {before.worst.text()}",
-            f"  after, worst on {after.worst_sample}: {after.worst.text()}",
-            f"  checked over ROS: {checked}",
-        ]
-        return tool.Done(report=report, notes=[*evaluator.samples.notes, *outcome.notes])
+    evaluator = Evaluator(problem)
+    before = evaluator.evaluate(evaluator.gains(evaluator.start()))
+    plan = Search(args.trials, args.seed, args.workers, args.storage, name)
+    outcome = search(problem, plan, _Progress())
+    after = evaluator.evaluate(outcome.gains)
+    if after.worst.value != outcome.best.value:
+        outcome.notes.append(
+            f"the winner scored {after.worst.value!r} here and {outcome.best.value!r} in its trial; "
+            "its runs are not deterministic"
+        )
+    runs = _runs(evaluator, before, after)
+    checked = "not checked (--no-check)"
+    output, plot = Path(args.output), _plot_path(args)
+    tables = evaluator.tables(after.gains)
+    if not after.worst.feasible:
+        checked = "not checked: no trial kept every constraint (the graph's controller would stop the arm)"
+        outcome.notes.append(
+            f"no gains of the {outcome.trials} trials keep every constraint on every robust sample; the least "
+            "infeasible are written: run more trials (--trials), or fewer robust samples (--robust 1)"
+        )
+    elif not args.no_check:
+        checked = check_over_ros(evaluator, tables, after)
+    tables[TABLE] = tuning_table(
+        before=before, after=after, evaluator=evaluator, source=args.scenario, trials=outcome.trials,
+        seed=args.seed, workers=args.workers, storage=args.storage, study=name, seconds=outcome.seconds,
+        checked=checked,
+    )  # fmt: skip
+    fig = figure(evaluator, runs, f"{scenario.name}: {evaluator.config['controller']['type']} before and after")
+    write_atomically(output, lambda path: path.write_text(dump_toml(tables), encoding="utf-8"))
+    write_atomically(plot, lambda path: fig.savefig(path, dpi=120))
+    verdict = "feasible" if after.worst.feasible else "NOT feasible: " + ", ".join(after.worst.violated())
+    report = [
+        f"tuned {evaluator.config['controller']['type']} of {scenario.name} on {len(evaluator.samples.items)} "
+        f"robust samples: score {before.worst.value:.4g} -> {after.worst.value:.4g} ({verdict}), "
+        f"{outcome.trials} trials in {outcome.seconds:.0f} s (seed {args.seed}); wrote {output}, {plot}",
+        f"  gains: {gains_text(before.gains, after.gains)}",
+        f"  before, worst on {before.worst_sample}: {before.worst.text()}",
+        f"  after, worst on {after.worst_sample}: {after.worst.text()}",
+        f"  checked over ROS: {checked}",
+    ]
+    return tool.Done(report=report, notes=[*evaluator.samples.notes, *outcome.notes])
 
 
 def _runs(evaluator: Evaluator, before: Evaluation, after: Evaluation) -> dict[str, list[tuple[str, Run]]]:

@@ -11,7 +11,7 @@ The stages, each a module:
   constraints of a run, the worst of several;
 - :mod:`~skelarm_ros.tuning.samples`: the robust samples: twins drawn within the
   identification's standard deviations, each behind its driver at every command delay;
-- :mod:`~skelarm_ros.tuning.evaluate`: one candidate's gains written as a scenario, its
+- :mod:`~skelarm_ros.tuning.evaluate`: one candidate's gains in the scenario's tables, its
   control loop built as the graph builds it, run in this process on every sample and scored;
 - :mod:`~skelarm_ros.tuning.study`: the Optuna study: its sampler, constraints, storage and
   worker processes (the one module that imports Optuna);

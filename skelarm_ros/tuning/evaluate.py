@@ -1,15 +1,15 @@
 # Copyright (C) 2026 skelarm_ros contributors
 # SPDX-License-Identifier: GPL-3.0-only
 
-"""One candidate's gains scored: its scenario written, its controller built as the graph builds it, run on every sample.
+"""One candidate's gains scored: its scenario's tables, its controller built as the graph builds it, run on each sample.
 
 A :class:`Problem` says what is tuned, in values a worker process can be handed: the
 scenario file, the keyword arguments :func:`~skelarm_ros.control.loop.build_control_loop`
 takes from the graph's controller parameters for a hardware run (the caller's,
 :class:`~skelarm_ros.control.settings.ControlSettings` of its parameters: the soft start, the live arm's rules and every
 other setting ``hardware:=twin`` gives the controller), and the robust samples' count and
-seed. An :class:`Evaluator` writes each candidate as a scenario (the scenario's tables with
-the new gains), builds its control loop once through ``build_control_loop``, and runs a
+seed. An :class:`Evaluator` reads each candidate as a scenario in memory (the scenario's tables
+with the new gains), builds its control loop once through ``build_control_loop``, and runs a
 fresh copy of it on each robust sample with :func:`~skelarm_ros.control.twin_run.run_twin`
 (the lockstep ``hardware:=twin`` run, in this process), for the task and a hold of
 :data:`~skelarm_ros.tuning.objective.MIN_HOLD` seconds; each run is scored from the states
@@ -23,21 +23,17 @@ from __future__ import annotations
 
 import copy
 import math
-import shutil
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from skelarm.recording import dump_toml
 
 from skelarm_ros.control.loop import build_control_loop
 from skelarm_ros.control.settings import ControlSettings
 from skelarm_ros.control.twin_run import TwinRun, run_twin
 from skelarm_ros.interface import NANOSECONDS
 from skelarm_ros.sim.engine import ArmEngine
-from skelarm_ros.sim.scenario import load_arm, load_scenario
+from skelarm_ros.sim.scenario import arm_from_config, load_arm, scenario_of
 from skelarm_ros.tuning.objective import MIN_HOLD, Score, error_scale, score, trace_of, worst
 from skelarm_ros.tuning.samples import robust_samples
 from skelarm_ros.tuning.space import TuningError, gains_of, search_space, with_gains
@@ -51,8 +47,6 @@ if TYPE_CHECKING:
     from skelarm_ros.sim.scenario import ArmSetup
     from skelarm_ros.tuning.samples import Sample, Samples
     from skelarm_ros.tuning.space import Dimension
-
-CANDIDATE = "candidate.toml"
 
 
 @dataclass(frozen=True)
@@ -195,7 +189,7 @@ class Evaluator:
             raise TuningError(msg)
         self.samples: Samples = robust_samples(self.arm, problem.twins, problem.seed)
         self.dimensions: list[Dimension] = search_space(controller, damping_scale(self.arm, max(self.samples.delays)))
-        task = load_scenario(problem.scenario).task
+        task = scenario_of(self.arm).task  # the file read once
         if task.target is None:
             msg = (
                 f"the task '{task.type}' of '{problem.scenario}' has no point target, and tune scores the tip's "
@@ -210,19 +204,6 @@ class Evaluator:
         joints = self.arm.num_joints
         self.effort_limit = limits.effort.copy() if limits is not None else np.full(joints, np.inf)
         self.velocity_limit = limits.velocity.copy() if limits is not None else np.full(joints, np.inf)
-        self._folder = Path(tempfile.mkdtemp(prefix="skelarm-ros-tune-"))
-
-    def close(self) -> None:
-        """Remove the candidates' scenario files."""
-        shutil.rmtree(self._folder, ignore_errors=True)
-
-    def __enter__(self) -> Evaluator:
-        """Use it in a ``with`` block; its files go at the end."""
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Remove the candidates' files."""
-        self.close()
 
     # -- candidates -------------------------------------------------------------------------------------------
 
@@ -240,15 +221,10 @@ class Evaluator:
         config["controller"] = with_gains(config["controller"], gains)
         return config
 
-    def write(self, gains: Mapping[str, float | list[float]], path: Path | None = None) -> Path:
-        """Write the scenario with ``gains`` (to the evaluator's own candidate file unless ``path`` is given)."""
-        target = self._folder / CANDIDATE if path is None else path
-        target.write_text(dump_toml(self.tables(gains)), encoding="utf-8")
-        return target
-
     def loop(self, gains: Mapping[str, float | list[float]]) -> ControlLoop:
         """Build the candidate's control loop as the graph's controller builds it for a hardware run."""
-        loop, _ = build_control_loop(self.write(gains), self.problem.loop_settings)
+        candidate = arm_from_config(self.tables(gains), f"the candidate of '{self.problem.scenario}'")
+        loop, _ = build_control_loop(candidate, self.problem.loop_settings)
         return loop
 
     # -- runs --------------------------------------------------------------------------------------------------

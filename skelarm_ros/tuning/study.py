@@ -201,14 +201,14 @@ def _study(storage: BaseStorage, name: str, seed: int) -> optuna.Study:
 def _run(problem: Problem, search: Search, storage: BaseStorage, seed: int, progress: Any = None) -> None:
     """Run trials of the study until it has ``search.trials`` (one process's share of the work)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with Evaluator(problem) as evaluator:
-        study = _study(storage, search.study, seed)
-        study.enqueue_trial(evaluator.start(), skip_if_exists=True)  # the scenario's own gains, once
-        callbacks: list[Any] = [optuna.study.MaxTrialsCallback(search.trials, states=None)]
-        if progress is not None:
-            callbacks.append(progress)
-        if len(study.get_trials(deepcopy=False)) < search.trials:
-            study.optimize(_objective(evaluator), n_trials=None, callbacks=callbacks)
+    evaluator = Evaluator(problem)
+    study = _study(storage, search.study, seed)
+    study.enqueue_trial(evaluator.start(), skip_if_exists=True)  # the scenario's own gains, once
+    callbacks: list[Any] = [optuna.study.MaxTrialsCallback(search.trials, states=None)]
+    if progress is not None:
+        callbacks.append(progress)
+    if len(study.get_trials(deepcopy=False)) < search.trials:
+        study.optimize(_objective(evaluator), n_trials=None, callbacks=callbacks)
 
 
 def _worker(problem: Problem, search: Search, url: str, seed: int) -> None:
